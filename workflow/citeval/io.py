@@ -1,0 +1,79 @@
+"""Atomic, deterministic file output shared by every stage.
+
+Every output is written to a temporary sibling and renamed into place, so an interrupted
+job never leaves a truncated file that a later run would mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# Fixed writer settings so that the same table always gives the same bytes.
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+}
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
+
+    Works for files and for directories (the caller creates what it needs at the
+    temporary path). On an exception the temporary is removed and ``path`` is untouched.
+    """
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    target = tmp / final.name
+    try:
+        yield target
+        if final.is_dir() and not final.is_symlink():
+            shutil.rmtree(final)
+        os.replace(target, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_parquet(table: pa.Table, path: str | os.PathLike, **options: Any) -> None:
+    """Write ``table`` atomically with the package's fixed parquet settings."""
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, **{**PARQUET_OPTIONS, **options})
+
+
+def write_json(obj: Any, path: str | os.PathLike) -> None:
+    """Write ``obj`` as stable, sorted, indented JSON, atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_text(text: str, path: str | os.PathLike) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def file_fingerprint(path: str | os.PathLike, *, chunk_size: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes (or of a directory's files, in sorted order)."""
+    digest = hashlib.sha256()
+    root = Path(path)
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    for file in files:
+        if root.is_dir():
+            digest.update(str(file.relative_to(root)).encode())
+        with open(file, "rb") as handle:
+            while block := handle.read(chunk_size):
+                digest.update(block)
+    return digest.hexdigest()
