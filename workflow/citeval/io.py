@@ -77,3 +77,44 @@ def file_fingerprint(path: str | os.PathLike, *, chunk_size: int = 1 << 20) -> s
             while block := handle.read(chunk_size):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def write_parquet_stream(
+    batches: pa.RecordBatchReader,
+    path: str | os.PathLike,
+    *,
+    row_group_size: int = 1 << 20,
+) -> int:
+    """Stream record batches into one parquet file atomically; return the row count.
+
+    Memory stays at one batch whatever the table size. Row groups have a fixed size so
+    the bytes do not depend on how the producer happened to chunk its batches.
+    """
+    rows = 0
+    with (
+        atomic_path(path) as tmp,
+        pq.ParquetWriter(tmp, batches.schema, **PARQUET_OPTIONS) as writer,
+    ):
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
+        for batch in batches:
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            while pending_rows >= row_group_size:
+                table = pa.Table.from_batches(pending, schema=batches.schema)
+                writer.write_table(table.slice(0, row_group_size), row_group_size)
+                rest = table.slice(row_group_size)
+                pending = rest.to_batches()
+                pending_rows = rest.num_rows
+                rows += row_group_size
+        if pending_rows or rows == 0:
+            writer.write_table(
+                pa.Table.from_batches(pending, schema=batches.schema), row_group_size
+            )
+            rows += pending_rows
+    return rows
+
+
+def parquet_glob(directory: str | os.PathLike) -> str:
+    """The glob DuckDB and Polars read for a directory of parquet parts."""
+    return str(Path(directory) / "*.parquet")

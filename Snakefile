@@ -1,0 +1,31 @@
+# Citation-recommendation evaluation: S2ORC -> prefilter -> queries and pools -> BM25 and
+# encoders -> metrics -> the paper's tables. All logic lives in the citeval package
+# (workflow/citeval); the rules only wire its `python -m citeval.<stage>` commands.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/synth.smk"
+include: "rules/ingest.smk"
+include: "rules/filter.smk"
+include: "rules/sample.smk"
+include: "rules/bm25.smk"
+include: "rules/encode.smk"
+include: "rules/index.smk"
+include: "rules/fusion.smk"
+include: "rules/metrics.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        final_outputs,
+    default_target: True

@@ -1,0 +1,104 @@
+# BM25 with Lucene (Anserini through pyserini): one index per pool, k1/b tuned on the
+# validation split, top-k runs for every test collection.
+BM25 = config["bm25"]
+
+
+def bm25_tuning_collections(wildcards):
+    """Validation collections that tune k1/b: the smallest pool, or every field."""
+    found = collections(wildcards.setup, "valid")
+    if wildcards.setup == "dataset" and found:
+        smallest = min(found, key=lambda item: int(item[0].removeprefix("pool-")))
+        found = [smallest]
+    return found
+
+
+def bm25_tuning_indexes(wildcards):
+    return [
+        f"{RESULTS}/indexes/bm25/{collection_dir(wildcards.setup, 'valid', group, rep)}"
+        for group, rep in bm25_tuning_collections(wildcards)
+    ]
+
+
+def bm25_parameters(wildcards):
+    if BM25["tune"]["enabled"]:
+        return f"{RESULTS}/tuning/bm25-{wildcards.setup}.json"
+    return []
+
+
+rule bm25_index:
+    input:
+        corpus=rules.ingest_merge.output,
+        samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
+    output:
+        directory(f"{RESULTS}/indexes/bm25/{{setup}}-{{split}}/{{group}}.rep{{rep}}"),
+    log:
+        f"{LOGS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
+    benchmark:
+        f"{BENCHMARKS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "python -m citeval.bm25 index --papers {input.corpus}/papers "
+        "--pools {input.samples}/pools.parquet --group {wildcards.group} --rep {wildcards.rep} "
+        "--index-dir {output} --threads {threads} 2> {log}"
+
+
+rule bm25_tune:
+    input:
+        indexes=bm25_tuning_indexes,
+        corpus=rules.ingest_merge.output,
+        samples=lambda wildcards: sample_dir(wildcards.setup, "valid"),
+    output:
+        f"{RESULTS}/tuning/bm25-{{setup}}.json",
+    params:
+        collections=lambda wildcards: " ".join(
+            f"{group}.rep{rep}" for group, rep in bm25_tuning_collections(wildcards)
+        ),
+        k1_grid=" ".join(str(value) for value in BM25["tune"]["k1_grid"]),
+        b_grid=" ".join(str(value) for value in BM25["tune"]["b_grid"]),
+        metric=BM25["tune"]["metric"],
+        k=config["retrieval"]["k"],
+    log:
+        f"{LOGS}/bm25_tune/{{setup}}.log",
+    benchmark:
+        f"{BENCHMARKS}/bm25_tune/{{setup}}.tsv"
+    threads: config["retrieval"]["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    shell:
+        "python -m citeval.bm25 tune --index-dirs {input.indexes} --papers {input.corpus}/papers "
+        "--samples {input.samples} --collections {params.collections} "
+        "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric} "
+        "--k {params.k} --threads {threads} --output {output} 2> {log}"
+
+
+rule bm25_search:
+    input:
+        index=f"{RESULTS}/indexes/bm25/{{setup}}-{{split}}/{{group}}.rep{{rep}}",
+        corpus=rules.ingest_merge.output,
+        samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
+        parameters=bm25_parameters,
+    output:
+        f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/bm25.trec",
+    params:
+        bm25=lambda wildcards, input: (
+            f"--params-json {input.parameters}"
+            if input.parameters
+            else f"--k1 {BM25['k1']} --b {BM25['b']}"
+        ),
+        k=config["retrieval"]["k"],
+    log:
+        f"{LOGS}/bm25_search/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
+    benchmark:
+        f"{BENCHMARKS}/bm25_search/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
+    threads: config["retrieval"]["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "python -m citeval.bm25 search --index-dir {input.index} --papers {input.corpus}/papers "
+        "--queries {input.samples}/queries.parquet --group {wildcards.group} "
+        "--k {params.k} {params.bm25} --threads {threads} --output {output} --tag bm25 2> {log}"

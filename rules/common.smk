@@ -1,0 +1,130 @@
+# Paths, input functions and wildcard constraints shared by every rule file.
+import csv
+import glob
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+# The citeval package is importable by every job, whether or not it was pip-installed
+# into the environment the job runs in (for example a per-rule conda env).
+shell.prefix(
+    f"export PYTHONPATH={Path(workflow.basedir) / 'workflow'}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
+    "set -euo pipefail; "
+)
+
+RESULTS = f"results/{config['dataset']}"
+LOGS = f"{RESULTS}/logs"
+BENCHMARKS = f"{RESULTS}/benchmarks"
+SETUPS = [
+    setup
+    for setup, key in (("dataset", "dataset_level"), ("field", "field_level"))
+    if config["sampling"][key]["enabled"]
+]
+DENSE_MODELS = list(config["encode"]["models"])
+FUSIONS = {fusion["name"]: fusion for fusion in config["fusion"]}
+MODELS = ["bm25", *DENSE_MODELS, *FUSIONS]
+NUM_ENCODE_SHARDS = config["encode"]["num_shards"]
+
+
+def _alternatives(names):
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
+wildcard_constraints:
+    setup="dataset|field",
+    split="test|valid",
+    rep=r"\d+",
+    group=r"[a-z0-9-]+",
+    shard=r"[A-Za-z0-9_.-]+",
+    dense_model=_alternatives(DENSE_MODELS),
+    fusion=_alternatives(FUSIONS),
+    model=_alternatives(MODELS),
+
+
+# --- corpus input shards ------------------------------------------------------------
+
+
+def _shard_name(path, prefix=""):
+    name = os.path.basename(path)
+    for suffix in (".gz", ".jsonl", ".json", ".parquet"):
+        name = name.removesuffix(suffix)
+    return prefix + re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def _expand_patterns(patterns):
+    paths = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern))
+        if not matches and not glob.has_magic(pattern):
+            matches = [pattern]  # let Snakemake report a missing file by name
+        paths.extend(matches)
+    return paths
+
+
+def _input_shards():
+    """Map a staging shard name to (ingest format, input path)."""
+    corpus = config["corpus"]
+    synthetic = corpus.get("synthetic")
+    if synthetic:
+        pattern = corpus["paths"][0]
+        return {
+            f"{index:05d}": ("s2orc_v2020", pattern.format(shard=f"{index:05d}"))
+            for index in range(synthetic["num_shards"])
+        }
+    if corpus["format"] == "s2ag":
+        shards = {}
+        for kind in ("papers", "abstracts", "citations"):
+            for path in _expand_patterns(corpus["paths"][kind]):
+                shards[_shard_name(path, f"{kind}-")] = (f"s2ag-{kind}", path)
+        return shards
+    shards = {}
+    for path in _expand_patterns(corpus["paths"]):
+        name = _shard_name(path)
+        if name in shards:
+            raise ValueError(f"two corpus inputs map to the same shard name {name!r}: {path}")
+        shards[name] = (corpus["format"], path)
+    return shards
+
+
+INPUT_SHARDS = _input_shards()
+
+
+def shard_input(wildcards):
+    return INPUT_SHARDS[wildcards.shard][1]
+
+
+def shard_format(wildcards):
+    return INPUT_SHARDS[wildcards.shard][0]
+
+
+# --- collections (known once the sample checkpoint has run) -------------------------
+
+
+def sample_dir(setup, split):
+    return f"{RESULTS}/samples/{setup}-{split}"
+
+
+def collections(setup, split):
+    """(group, rep) pairs of one split, read from the sample checkpoint's output."""
+    checkpoints.sample.get(setup=setup)
+    with open(Path(sample_dir(setup, split)) / "collections.tsv") as handle:
+        return [(row["group"], int(row["rep"])) for row in csv.DictReader(handle, delimiter="\t")]
+
+
+def collection_dir(setup, split, group, rep):
+    return f"{setup}-{split}/{group}.rep{rep}"
+
+
+def test_metric_files(wildcards=None):
+    return [
+        f"{RESULTS}/metrics/{collection_dir(setup, 'test', group, rep)}/{model}.tsv"
+        for setup in SETUPS
+        for group, rep in collections(setup, "test")
+        for model in MODELS
+    ]
+
+
+def final_outputs(wildcards):
+    return [f"{RESULTS}/tables/provenance.json", *test_metric_files()]

@@ -1,0 +1,41 @@
+# Embedding shards: every paper in any test pool or query is embedded once per model and
+# reused across pools and repetitions. One job per shard; a finished shard is never redone.
+# GPU requests are cluster settings and live in profiles/ (set-resources), not here.
+ENCODE = config["encode"]
+
+
+def model_spec_json(wildcards):
+    return shlex.quote(json.dumps(config["models"][wildcards.dense_model], sort_keys=True))
+
+
+def embedding_shards(wildcards):
+    return [
+        f"{RESULTS}/embeddings/{wildcards.dense_model}/shard-{index:05d}.npy"
+        for index in range(NUM_ENCODE_SHARDS)
+    ]
+
+
+rule encode:
+    input:
+        ids=rules.embed_ids.output,
+        corpus=rules.ingest_merge.output,
+    output:
+        f"{RESULTS}/embeddings/{{dense_model}}/shard-{{index}}.npy",
+    params:
+        spec=model_spec_json,
+        num_shards=NUM_ENCODE_SHARDS,
+        device=ENCODE["device"],
+    wildcard_constraints:
+        index=r"\d{5}",
+    log:
+        f"{LOGS}/encode/{{dense_model}}/shard-{{index}}.log",
+    benchmark:
+        f"{BENCHMARKS}/encode/{{dense_model}}/shard-{{index}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    shell:
+        "python -m citeval.encode --model {wildcards.dense_model} --model-json {params.spec} "
+        "--papers {input.corpus}/papers --ids {input.ids} --shard-id {wildcards.index} "
+        "--num-shards {params.num_shards} --device {params.device} --output {output} 2> {log}"

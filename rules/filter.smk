@@ -1,0 +1,32 @@
+# Prefilter: year, title, abstract length and citation count (thresholds in config).
+
+
+rule prefilter:
+    input:
+        f"{RESULTS}/corpus",
+    output:
+        papers=f"{RESULTS}/filtered/papers.parquet",
+        report=f"{RESULTS}/filtered/filter_report.json",
+    params:
+        rules=lambda wildcards: " ".join(
+            [
+                "" if config["prefilter"]["require_year"] else "--no-require-year",
+                "" if config["prefilter"]["require_title"] else "--no-require-title",
+                f"--min-abstract-chars {config['prefilter']['min_abstract_chars']}",
+                f"--min-citations {config['prefilter']['min_citations']}",
+                f"--citation-direction {config['prefilter']['citation_direction']}",
+            ]
+        ),
+        memory_limit=config["ingest"]["memory_limit"],
+    log:
+        f"{LOGS}/prefilter.log",
+    benchmark:
+        f"{BENCHMARKS}/prefilter.tsv"
+    threads: 2
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    shell:
+        "python -m citeval.filter --papers {input}/papers --output {output.papers} "
+        "--report {output.report} {params.rules} --memory-limit {params.memory_limit} "
+        "--threads {threads} 2> {log}"

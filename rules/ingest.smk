@@ -1,0 +1,45 @@
+# Ingestion: one parse job per input shard (resumable, parallel), then one merge job that
+# deduplicates, resolves the citation graph and writes the canonical corpus tables.
+
+
+rule ingest_parse:
+    input:
+        shard_input,
+    output:
+        directory(f"{RESULTS}/staging/{{shard}}"),
+    params:
+        format=shard_format,
+        max_bad_fraction=config["ingest"]["max_bad_fraction"],
+    log:
+        f"{LOGS}/ingest_parse/{{shard}}.log",
+    benchmark:
+        f"{BENCHMARKS}/ingest_parse/{{shard}}.tsv"
+    resources:
+        mem_mb=1500,
+        runtime=60,
+    shell:
+        "python -m citeval.ingest parse --format {params.format} --input {input} "
+        "--output-dir {output} --max-bad-fraction {params.max_bad_fraction} 2> {log}"
+
+
+rule ingest_merge:
+    input:
+        expand(f"{RESULTS}/staging/{{shard}}", shard=sorted(INPUT_SHARDS)),
+    output:
+        directory(f"{RESULTS}/corpus"),
+    params:
+        on_duplicate=config["ingest"]["on_duplicate"],
+        rows_per_part=config["ingest"]["rows_per_part"],
+        memory_limit=config["ingest"]["memory_limit"],
+    log:
+        f"{LOGS}/ingest_merge.log",
+    benchmark:
+        f"{BENCHMARKS}/ingest_merge.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    shell:
+        "python -m citeval.ingest merge --staging {input} --output-dir {output} "
+        "--on-duplicate {params.on_duplicate} --rows-per-part {params.rows_per_part} "
+        "--memory-limit {params.memory_limit} --threads {threads} 2> {log}"

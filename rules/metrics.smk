@@ -1,0 +1,20 @@
+# Per-query metrics of every run (trec_eval semantics; queries missing from a run score 0).
+
+
+rule metrics:
+    input:
+        run=f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.trec",
+        samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
+    output:
+        f"{RESULTS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.tsv",
+    params:
+        qrels=lambda wildcards, input: f"{input.samples}/qrels/{wildcards.group}.rep{wildcards.rep}.qrels",
+        cutoffs=" ".join(str(k) for k in config["metrics"]["cutoffs"]),
+    log:
+        f"{LOGS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m citeval.metrics --run {input.run} --qrels {params.qrels} "
+        "--cutoffs {params.cutoffs} --missing-as-zero --output {output} 2> {log}"

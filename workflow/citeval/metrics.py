@@ -1,0 +1,381 @@
+"""trec_eval-compatible retrieval measures, computed in plain Python.
+
+pytrec_eval is the reference in the tests; it is not used here so that the values do not
+depend on a C extension and every rule is visible. The semantics follow trec_eval
+(checked against pytrec_eval-terrier 0.5.11):
+
+* Each query's documents are ranked by score descending, ties broken by document id
+  descending as strings (:func:`citeval.trec.rank_documents`). The rank column of a run
+  file plays no part.
+* A document is relevant when its judged relevance is > 0; unjudged documents count as
+  relevance 0. Negative judgements are non-relevant and give no NDCG gain.
+* :func:`evaluate` returns a value for every query that is both in the run and in the
+  qrels, exactly the set pytrec_eval returns. Queries only in the run are ignored.
+  Queries only in the qrels are left out (trec_eval's default); :func:`mean_over_queries`
+  with ``missing_as_zero=True`` counts them as 0, like ``trec_eval -c``. A query that is
+  in the run with no documents, or in the qrels with no relevant document, is evaluated
+  and scores 0 on every measure (pytrec_eval does the same).
+* No depth limit is applied: every retrieved document counts.
+
+Measures (names as pytrec_eval reports them, plus ``f1_k``):
+
+``map``          average precision: sum of precision at each relevant retrieved document,
+                 divided by the number of relevant documents in the qrels.
+``ndcg``         DCG over the full ranking with gain = relevance and discount
+                 ``log2(rank + 1)``, divided by the DCG of the ideal ranking of every
+                 judged relevant document.
+``ndcg_cut_k``   the same with both rankings cut at k.
+``recall_k``     relevant documents in the top k / relevant documents in the qrels.
+``P_k``          relevant documents in the top k / k (k, even when fewer are retrieved).
+``recip_rank``   1 / rank of the first relevant document (0 when none is retrieved).
+``f1_k``         2·P@k·R@k / (P@k + R@k), 0 when both are 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from citeval.cli import run_cli
+from citeval.errors import InputDataError
+from citeval.io import atomic_path
+from citeval.trec import Qrels, Run, rank_documents, read_qrels, read_run
+
+LOG = logging.getLogger(__name__)
+
+PerQuery = dict[str, dict[str, float]]
+
+ALL_QUERIES = "all"
+TSV_HEADER = ("query_id", "measure", "value")
+VALUE_FORMAT = "%.10f"
+
+_PLAIN_MEASURES = ("map", "ndcg", "recip_rank")
+_CUTOFF_MEASURES = ("ndcg_cut", "recall", "P", "f1")
+_MEASURE_RE = re.compile(r"^(?P<name>ndcg_cut|recall|P|f1)_(?P<k>[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A parsed measure name: ``name`` (e.g. ``"recall"``) and its cutoff, if any."""
+
+    name: str
+    k: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.k is None else f"{self.name}_{self.k}"
+
+
+def parse_measure(text: str) -> Measure:
+    """Parse ``"map"``, ``"ndcg"``, ``"recip_rank"`` or ``"<name>_<k>"`` (k >= 1)."""
+    if text in _PLAIN_MEASURES:
+        return Measure(text)
+    match = _MEASURE_RE.match(text)
+    if match is None or int(match["k"]) < 1 or str(int(match["k"])) != match["k"]:
+        supported = ", ".join([*_PLAIN_MEASURES, *(f"{m}_<k>" for m in _CUTOFF_MEASURES)])
+        raise ValueError(f"unknown measure {text!r}; supported: {supported}")
+    return Measure(match["name"], int(match["k"]))
+
+
+def measures_for(cutoffs: Iterable[int]) -> list[str]:
+    """The default measure set: map, ndcg, recip_rank, then per cutoff recall, P, f1, ndcg_cut."""
+    names = list(_PLAIN_MEASURES)
+    for k in sorted(set(cutoffs)):
+        if k < 1:
+            raise ValueError(f"cutoffs must be >= 1, got {k}")
+        names += [f"recall_{k}", f"P_{k}", f"f1_{k}", f"ndcg_cut_{k}"]
+    return names
+
+
+def _dcg(hits: Sequence[tuple[int, int]], k: int | None = None) -> float:
+    """DCG of relevant hits given as ``(0-based rank, gain)``, ranks ascending."""
+    total = 0.0
+    for rank, gain in hits:
+        if k is not None and rank >= k:
+            break
+        total += gain / math.log2(rank + 2)
+    return total
+
+
+def _ideal_dcg(gains_desc: Sequence[int], k: int | None = None) -> float:
+    limit = len(gains_desc) if k is None else min(k, len(gains_desc))
+    return sum(gains_desc[i] / math.log2(i + 2) for i in range(limit))
+
+
+def _count_within(ranks: Sequence[int], k: int) -> int:
+    count = 0
+    for rank in ranks:
+        if rank >= k:
+            break
+        count += 1
+    return count
+
+
+def evaluate_query(
+    scores: Mapping[str, float], judged: Mapping[str, int], measures: Sequence[Measure]
+) -> dict[str, float]:
+    """Compute ``measures`` for one query's ``{doc: score}`` against its judgements."""
+    gains_desc = sorted((rel for rel in judged.values() if rel > 0), reverse=True)
+    num_rel = len(gains_desc)
+    # Only the relevant retrieved documents matter for every measure here, so collect
+    # their ranks once and derive everything from that short list.
+    hits: list[tuple[int, int]] = []
+    if num_rel:
+        for rank, (doc_id, _) in enumerate(rank_documents(scores)):
+            rel = judged.get(doc_id, 0)
+            if rel > 0:
+                hits.append((rank, rel))
+                if len(hits) == num_rel:
+                    break
+    hit_ranks = [rank for rank, _ in hits]
+
+    values: dict[str, float] = {}
+    for measure in measures:
+        name, k = measure.name, measure.k
+        if name == "map":
+            value = (
+                sum((i + 1) / (rank + 1) for i, rank in enumerate(hit_ranks)) / num_rel
+                if num_rel
+                else 0.0
+            )
+        elif name == "recip_rank":
+            value = 1.0 / (hit_ranks[0] + 1) if hit_ranks else 0.0
+        elif name == "ndcg":
+            ideal = _ideal_dcg(gains_desc)
+            value = _dcg(hits) / ideal if ideal > 0 else 0.0
+        elif name == "ndcg_cut":
+            ideal = _ideal_dcg(gains_desc, k)
+            value = _dcg(hits, k) / ideal if ideal > 0 else 0.0
+        else:
+            assert k is not None
+            found = _count_within(hit_ranks, k)
+            precision = found / k
+            recall = found / num_rel if num_rel else 0.0
+            if name == "P":
+                value = precision
+            elif name == "recall":
+                value = recall
+            else:  # f1
+                both = precision + recall
+                value = 2.0 * precision * recall / both if both > 0 else 0.0
+        values[str(measure)] = value
+    return values
+
+
+def evaluate(
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    measures: Sequence[str],
+) -> PerQuery:
+    """Per-query values ``{qid: {measure: value}}`` for every query in both run and qrels.
+
+    Keys are in sorted query order; each inner dict follows ``measures`` (duplicates
+    dropped). Raises ``ValueError`` on an unknown measure name or a NaN score.
+    """
+    parsed = list(dict.fromkeys(parse_measure(name) for name in measures))
+    return {
+        qid: evaluate_query(run[qid], qrels[qid], parsed)
+        for qid in sorted(run.keys() & qrels.keys())
+    }
+
+
+def mean_over_queries(
+    per_query: Mapping[str, Mapping[str, float]],
+    queries: Iterable[str] | None = None,
+    missing_as_zero: bool = False,
+    measures: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """Mean of each measure over a set of queries.
+
+    ``queries=None`` averages over every query in ``per_query``. Otherwise the set is
+    ``queries``: those absent from ``per_query`` are skipped, or count as 0 when
+    ``missing_as_zero`` (``trec_eval -c`` with ``queries`` = the qrels' queries).
+    ``measures`` defaults to those of the first query averaged. An empty set of queries
+    gives NaN for every measure, since the mean is undefined. Sums use ``math.fsum`` so
+    the result does not depend on query order.
+    """
+    if queries is None:
+        selected = sorted(per_query)
+    else:
+        wanted = sorted(set(queries))
+        selected = wanted if missing_as_zero else [q for q in wanted if q in per_query]
+    if measures is None:
+        present = [q for q in selected if q in per_query]
+        measures = list(per_query[present[0]]) if present else []
+    means: dict[str, float] = {}
+    for measure in measures:
+        values = []
+        for qid in selected:
+            row = per_query.get(qid)
+            if row is None:
+                values.append(0.0)
+            elif measure in row:
+                values.append(row[measure])
+            else:
+                raise ValueError(f"query {qid!r} has no value for measure {measure!r}")
+        means[measure] = math.fsum(values) / len(values) if values else math.nan
+    return means
+
+
+def format_per_query_tsv(
+    per_query: Mapping[str, Mapping[str, float]], mean: Mapping[str, float]
+) -> str:
+    """TSV text: header, rows sorted by (query_id, measure), then the ``all`` rows.
+
+    Values are written as ``%.10f``: far below the 1e-6 tolerance of any later
+    aggregation, yet short and immune to last-bit differences between platforms.
+    """
+    if ALL_QUERIES in per_query:
+        raise ValueError(f"query id {ALL_QUERIES!r} is reserved for the mean")
+    lines = ["\t".join(TSV_HEADER) + "\n"]
+    for qid in sorted(per_query):
+        for measure in sorted(per_query[qid]):
+            lines.append(f"{qid}\t{measure}\t{VALUE_FORMAT % per_query[qid][measure]}\n")
+    for measure in sorted(mean):
+        lines.append(f"{ALL_QUERIES}\t{measure}\t{VALUE_FORMAT % mean[measure]}\n")
+    return "".join(lines)
+
+
+def write_per_query_tsv(
+    per_query: Mapping[str, Mapping[str, float]],
+    mean: Mapping[str, float],
+    path: str | os.PathLike,
+) -> None:
+    """Write :func:`format_per_query_tsv` atomically."""
+    text = format_per_query_tsv(per_query, mean)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
+def read_per_query_tsv(path: str | os.PathLike) -> PerQuery:
+    """Read a per-query TSV back into ``{qid: {measure: value}}``; the mean is key ``all``.
+
+    Raises :class:`InputDataError` naming ``file:line`` on a wrong header, a line without
+    three fields, a value that is not a number, or a repeated (query_id, measure).
+    """
+    where = str(path)
+    table: PerQuery = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            header = handle.readline().rstrip("\n")
+            expected = "\t".join(TSV_HEADER)
+            if header != expected:
+                raise InputDataError(
+                    f"expected header {expected!r}, got {header!r}",
+                    path=where,
+                    line=1,
+                )
+            for number, line in enumerate(handle, start=2):
+                line = line.rstrip("\n")
+                if not line:
+                    continue
+                fields = line.split("\t")
+                if len(fields) != len(TSV_HEADER):
+                    raise InputDataError(
+                        f"expected 3 tab-separated fields, got {len(fields)}",
+                        path=where,
+                        line=number,
+                    )
+                qid, measure, text = fields
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise InputDataError(
+                        f"value is not a number: {text!r}", path=where, line=number, field="value"
+                    ) from None
+                row = table.setdefault(qid, {})
+                if measure in row:
+                    raise InputDataError(
+                        f"duplicate value for query {qid!r}, measure {measure!r}",
+                        path=where,
+                        line=number,
+                    )
+                row[measure] = value
+    except OSError as error:
+        raise InputDataError(f"cannot read: {error.strerror}", path=where) from error
+    return table
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.metrics",
+        description="Evaluate a TREC run against qrels with trec_eval-compatible measures "
+        "and write per-query values plus their mean (query id 'all') as TSV.",
+    )
+    parser.add_argument("--run", required=True, type=Path, help="TREC run file")
+    parser.add_argument("--qrels", required=True, type=Path, help="TREC qrels file")
+    parser.add_argument(
+        "--cutoffs",
+        required=True,
+        nargs="+",
+        type=_positive_int,
+        help="cutoffs k for recall_k, P_k, f1_k and ndcg_cut_k (map, ndcg, recip_rank "
+        "are always computed)",
+    )
+    parser.add_argument(
+        "--missing-as-zero",
+        action="store_true",
+        help="score qrels queries absent from the run as 0 (like trec_eval -c); they then "
+        "also get per-query rows of zeros",
+    )
+    parser.add_argument("--output", required=True, type=Path, help="per-query TSV to write")
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    run: Run = read_run(args.run)
+    qrels: Qrels = read_qrels(args.qrels)
+    measures = measures_for(args.cutoffs)
+    per_query = evaluate(run, qrels, measures)
+    only_run = len(run.keys() - qrels.keys())
+    only_qrels = sorted(qrels.keys() - run.keys())
+    if only_run:
+        LOG.warning("%d run queries have no qrels and are ignored", only_run)
+    if only_qrels:
+        LOG.warning(
+            "%d qrels queries are missing from the run (%s)",
+            len(only_qrels),
+            "scored 0" if args.missing_as_zero else "left out of the mean",
+        )
+    if args.missing_as_zero:
+        zeros = dict.fromkeys(measures, 0.0)
+        per_query = {qid: per_query.get(qid, zeros) for qid in sorted(qrels)}
+    if not per_query:
+        raise InputDataError(
+            f"no query of the run appears in the qrels {args.qrels}", path=str(args.run)
+        )
+    if ALL_QUERIES in per_query:
+        raise InputDataError(
+            f"query id {ALL_QUERIES!r} is reserved for the mean", path=str(args.qrels)
+        )
+    mean = mean_over_queries(per_query, measures=measures)
+    write_per_query_tsv(per_query, mean, args.output)
+    LOG.info(
+        "evaluated %d queries: %s",
+        len(per_query),
+        ", ".join(f"{m}={mean[m]:.4f}" for m in measures),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

