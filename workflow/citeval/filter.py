@@ -99,14 +99,13 @@ def prefilter(
     selects = ["count(*) AS total", f"count(*) FILTER (WHERE {keep}) AS kept"]
     selects += [f"{sql} AS fail_{name}" for name, sql in fail_alone.items()]
     selects += [f"{sql} AS removed_{name}" for name, sql in removed_in_order.items()]
-    row = con.execute(f"SELECT {', '.join(selects)} FROM papers").fetchone()
-    columns = [d[0] for d in con.description]
-    counts = dict(zip(columns, row, strict=True))
+    relation = con.sql(f"SELECT {', '.join(selects)} FROM papers")
+    counts = dict(zip(relation.columns, relation.fetchall()[0], strict=True))
 
-    reader = con.execute(
+    reader = con.sql(
         "SELECT paper_id, year, fields, n_cited_by, n_references FROM papers "
         f"WHERE {keep} ORDER BY paper_id"
-    ).fetch_record_batch(1 << 17)
+    ).to_arrow_reader(1 << 17)
     written = write_parquet_stream(reader, output)
 
     report = {

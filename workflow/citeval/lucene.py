@@ -41,10 +41,10 @@ from __future__ import annotations
 import contextlib
 import glob
 import importlib.resources
+import json
 import logging
 import os
-import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,9 @@ OPENAI_PLACEHOLDER = "placeholder-not-used-by-citeval"
 # Java field names of Anserini's documents (io.anserini.index.Constants).
 ID_FIELD = "id"
 CONTENTS_FIELD = "contents"
+
+INDEX_METADATA = "citeval-index.json"
+"""File that :func:`build_index` adds to an index: what went in. Lucene ignores it."""
 
 
 class JavaUnavailableError(CitevalError):
@@ -144,14 +147,15 @@ def start_jvm(heap: str | None = None, processors: int | None = None) -> None:
     """
     if _state["started"]:
         wanted = jvm_options(_state["options"], heap, processors)
-        if heap is not None or processors is not None:
-            if sorted(wanted) != sorted(_state["options"]):
-                LOG.warning(
-                    "JVM already running with options %s; ignoring heap=%s processors=%s",
-                    _state["options"],
-                    heap,
-                    processors,
-                )
+        if (heap is not None or processors is not None) and sorted(wanted) != sorted(
+            _state["options"]
+        ):
+            LOG.warning(
+                "JVM already running with options %s; ignoring heap=%s processors=%s",
+                _state["options"],
+                heap,
+                processors,
+            )
         return
     home = java_home()
     jar = anserini_jar()
@@ -171,6 +175,8 @@ def start_jvm(heap: str | None = None, processors: int | None = None) -> None:
         if str(jar) not in (jnius_config.classpath or []):
             jnius_config.add_classpath(str(jar))
         LOG.debug("starting JVM from %s with options %s and %s", home, options, jar.name)
+    # pyjnius logs every reflected Java method at DEBUG (thousands of lines).
+    logging.getLogger("kivy").setLevel(max(logging.INFO, logging.getLogger("kivy").level))
     try:
         import jnius
     except Exception as error:  # pyjnius raises bare Exceptions when libjvm fails to load
@@ -225,49 +231,79 @@ def analyze(texts: Sequence[str]) -> list[list[str]]:
         return [list(utils.analyze(analyzer, text).toArray()) for text in texts]
 
 
-def build_index(
+def index_collection(
     collection_dir: str | os.PathLike,
-    index_dir: str | os.PathLike,
+    target_dir: str | os.PathLike,
     threads: int = 1,
     extra_args: Sequence[str] = (),
 ) -> int:
-    """Index a JsonCollection folder with Anserini's ``IndexCollection``; return doc count.
+    """Index a JsonCollection folder into ``target_dir`` (not atomic); return doc count.
 
-    The index is built in a temporary sibling and renamed onto ``index_dir``. Only the
-    ``id`` (stored, for results) and the analyzed ``contents`` (term frequencies and norms,
-    no positions, no doc vectors, no raw text) are kept: BM25 needs nothing else. Empty
-    documents are skipped by Anserini; the caller compares the count with what it wrote.
+    Runs Anserini's ``IndexCollection`` in this process. Only the ``id`` (stored, for
+    results) and the analyzed ``contents`` (term frequencies and norms; no positions, doc
+    vectors or raw text) are kept: BM25 needs nothing else. Anserini skips empty
+    documents, so the caller should compare the count with what it wrote. Each input file
+    goes to one indexing thread.
     """
     start_jvm()
     collection = Path(collection_dir)
     if not collection.is_dir():
         raise LuceneError(f"collection folder {collection} does not exist")
+    target = Path(target_dir)
     index_class = autoclass("io.anserini.index.IndexCollection")
+    args = [
+        "-collection",
+        "JsonCollection",
+        "-generator",
+        "DefaultLuceneDocumentGenerator",
+        "-input",
+        str(collection),
+        "-index",
+        str(target),
+        "-threads",
+        str(threads),
+        *extra_args,
+    ]
+    LOG.debug("IndexCollection %s", " ".join(args))
+    with java_errors("Lucene indexing"):
+        index_class.main(args)
+    if not target.is_dir():
+        raise LuceneError(f"IndexCollection wrote no index for {collection}")
+    # Lucene leaves an empty lock file behind; a finished index does not need it.
+    lock = target / "write.lock"
+    if lock.exists():
+        lock.unlink()
+    return index_num_docs(target)
+
+
+def build_index(
+    collection_dir: str | os.PathLike,
+    index_dir: str | os.PathLike,
+    threads: int = 1,
+    metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """:func:`index_collection` into a temporary sibling renamed onto ``index_dir``.
+
+    ``metadata`` (with ``n_docs`` added) is written as :data:`INDEX_METADATA` inside the
+    index first, so a finished index always carries it. Lucene ignores the extra file.
+    """
     with atomic_path(index_dir) as tmp:
-        args = [
-            "-collection",
-            "JsonCollection",
-            "-generator",
-            "DefaultLuceneDocumentGenerator",
-            "-input",
-            str(collection),
-            "-index",
-            str(tmp),
-            "-threads",
-            str(threads),
-            *extra_args,
-        ]
-        LOG.info("IndexCollection %s", " ".join(args))
-        with java_errors("Lucene indexing"):
-            index_class.main(args)
-        if not tmp.is_dir():
-            raise LuceneError(f"IndexCollection wrote no index for {collection}")
-        # Lucene leaves an empty lock file behind; a finished index does not need it.
-        lock = tmp / "write.lock"
-        if lock.exists():
-            lock.unlink()
-        n_docs = index_num_docs(tmp)
+        n_docs = index_collection(collection_dir, tmp, threads)
+        if metadata is not None:
+            text = json.dumps({**metadata, "n_docs": n_docs}, indent=2, sort_keys=True)
+            (tmp / INDEX_METADATA).write_text(text + "\n")
     return n_docs
+
+
+def read_index_metadata(index_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """The :data:`INDEX_METADATA` of an index, or ``None`` for an index without one."""
+    path = Path(index_dir) / INDEX_METADATA
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise LuceneError(f"{path}: unreadable index metadata: {error}") from error
 
 
 def index_num_docs(index_dir: str | os.PathLike) -> int:
@@ -373,8 +409,3 @@ def pyserini_lucene_searcher(index_dir: str | os.PathLike) -> Any:
     from pyserini.search.lucene import LuceneSearcher
 
     return LuceneSearcher(str(index_dir))
-
-
-def remove_index(index_dir: str | os.PathLike) -> None:
-    """Delete an index folder (temporary indexes of ``bm25 tune``)."""
-    shutil.rmtree(index_dir, ignore_errors=True)

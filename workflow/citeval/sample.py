@@ -152,7 +152,7 @@ class CitationData:
         self.candidate_ids: pa.Array = self._ids("SELECT paper_id FROM candidates")
 
     def _ids(self, sql: str) -> pa.Array:
-        table = self.con.execute(f"SELECT * FROM ({sql}) ORDER BY 1").fetch_arrow_table()
+        table = self.con.sql(f"SELECT * FROM ({sql}) ORDER BY 1").to_arrow_table()
         return table.column(0).combine_chunks().cast(pa.string())
 
     def eligible_queries(self, field_name: str | None = None) -> pa.Array:
@@ -265,7 +265,9 @@ def sample_dataset_level(
         reps = repetitions if split == "test" else 1
         for requested in pool_sizes:
             group = f"pool-{requested}"
-            size = guard.check(f"dataset-level {split} {group}", requested, len(data.candidate_ids))
+            # Uncited queries are never drawn, so they do not count as available.
+            available = len(data.candidate_ids) - len(query_set - positives)
+            size = guard.check(f"dataset-level {split} {group}", requested, available)
             if len(positives) > size:
                 size = len(positives)
                 message = (
@@ -481,9 +483,9 @@ def write_embed_ids(sample_dirs: Sequence[str], output: str) -> int:
     for directory in map(Path, sample_dirs):
         parts.append(f"SELECT paper_id FROM read_parquet('{directory / 'pools.parquet'}')")
         parts.append(f"SELECT query_id FROM read_parquet('{directory / 'queries.parquet'}')")
-    table = con.execute(
+    table = con.sql(
         f"SELECT DISTINCT paper_id FROM ({' UNION ALL '.join(parts)}) ORDER BY paper_id"
-    ).fetch_arrow_table()
+    ).to_arrow_table()
     write_parquet(table, output)
     return table.num_rows
 

@@ -1,0 +1,466 @@
+"""Tests for citeval.ingest: parse (per shard) and merge, on small hand-written inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from citeval import ingest
+from citeval.errors import InputDataError
+from citeval.ingest import main, merge_staging, parse_shard
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO.parent / "shared" / "data" / "s2orc-sample" / "sample.jsonl"
+
+
+def paper(pid: str, **fields: Any) -> dict[str, Any]:
+    """A v2020 record with every field the parser reads; ``fields`` override."""
+    record = {
+        "paper_id": pid,
+        "title": f"Title {pid}",
+        "abstract": f"Abstract of {pid}",
+        "year": 2010,
+        "mag_field_of_study": ["Biology"],
+        "outbound_citations": [],
+        "inbound_citations": [],
+        "authors": [{"first": "A", "last": "B"}],  # ignored key
+    }
+    record.update(fields)
+    return record
+
+
+def write_jsonl(path: Path, rows: list[Any], *, compress: bool = False) -> Path:
+    """One JSON value per line; a ``str`` row is written verbatim (for malformed lines)."""
+    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
+    if compress:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def ingest_files(
+    tmp_path: Path,
+    files: list[tuple[str, Path]],
+    *,
+    name: str = "corpus",
+    max_bad_fraction: float = 0.0,
+    **merge_args: Any,
+) -> tuple[Path, dict[str, Any]]:
+    """Parse each (format, file) and merge them; return the corpus dir and its report."""
+    staging = []
+    for index, (fmt, path) in enumerate(files):
+        out = tmp_path / f"{name}-staging" / f"{index:03d}"
+        parse_shard(path, fmt, out, max_bad_fraction=max_bad_fraction)
+        staging.append(out)
+    corpus = tmp_path / name
+    report = merge_staging(staging, corpus, **merge_args)
+    assert json.loads((corpus / "ingest_report.json").read_text()) == report
+    return corpus, report
+
+
+def papers_of(corpus: Path) -> dict[str, dict[str, Any]]:
+    rows = pq.read_table(corpus / "papers").to_pylist()
+    return {r["paper_id"]: r for r in rows}
+
+
+def edges_of(corpus: Path) -> list[tuple[str, str]]:
+    table = pq.read_table(corpus / "citations")
+    return list(zip(table["citing_id"].to_pylist(), table["cited_id"].to_pylist(), strict=True))
+
+
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.shared_data
+def test_real_s2orc_sample(tmp_path):
+    if not SAMPLE.is_file():
+        pytest.skip(f"real S2ORC sample not found at {SAMPLE} (needs ../shared/data)")
+    records = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    corpus, report = ingest_files(tmp_path, [("s2orc_v2020", SAMPLE)])
+    totals = report["totals"]
+    assert totals["records_read"] == totals["papers_written"] == len(records) == 1000
+    null_abstracts = sum(r["abstract"] is None for r in records)
+    assert totals["missing_abstract"] == null_abstracts
+    assert 400 < null_abstracts < 600
+    assert totals["missing_year"] == sum(r["year"] is None for r in records)
+    mentions = sum(len(r["outbound_citations"]) + len(r["inbound_citations"]) for r in records)
+    assert totals["citation_edges_read"] == mentions
+    # A random draw of papers: almost no citation resolves inside the sample.
+    assert totals["dangling_edges"] > 0.95 * totals["citation_edges_distinct"]
+    assert (
+        totals["citation_edges_distinct"]
+        == totals["self_citations"] + totals["dangling_edges"] + totals["citation_edges_written"]
+    )
+    papers = pq.read_table(corpus / "papers")
+    assert papers.schema == ingest.PAPERS_SCHEMA
+    ids = papers["paper_id"].to_pylist()
+    assert ids == sorted(ids)
+    assert set(ids) == {r["paper_id"] for r in records}
+    assert pq.read_table(corpus / "citations").schema == ingest.CITATIONS_SCHEMA
+
+
+def test_small_corpus_counts_and_tables(tmp_path):
+    rows = [
+        paper("b", outbound_citations=["a", "c", "zz"], mag_field_of_study=None),
+        paper("a", inbound_citations=["b", "c"]),
+        paper("c", outbound_citations=["a", "c"]),  # "c" -> "c" is a self-citation
+    ]
+    corpus, report = ingest_files(
+        tmp_path, [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", rows))]
+    )
+    # b->a and c->a arrive twice (outbound of the citer, inbound of the cited): one edge each.
+    assert edges_of(corpus) == [("b", "a"), ("b", "c"), ("c", "a")]
+    totals = report["totals"]
+    assert totals["citation_edges_read"] == 7
+    assert totals["citation_edges_distinct"] == 5
+    assert totals["self_citations"] == 1
+    assert totals["dangling_edges"] == 1  # b -> zz
+    assert report["examples"]["dangling_edges"] == [["b", "zz"]]
+    papers = papers_of(corpus)
+    assert list(papers) == ["a", "b", "c"]
+    assert papers["a"]["n_cited_by"] == 2 and papers["a"]["n_references"] == 0
+    assert papers["b"]["n_references"] == 2 and papers["b"]["fields"] == []
+    assert papers["c"]["n_cited_by"] == 1 and papers["c"]["n_references"] == 1
+
+
+def test_missing_title_abstract_year_are_null_and_counted(tmp_path):
+    rows = [
+        {"paper_id": "p1"},
+        paper("p2", title=None, abstract=None, year=None),
+        paper("p3", title=""),
+        paper("p4"),
+    ]
+    corpus, report = ingest_files(
+        tmp_path, [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", rows))]
+    )
+    shard = report["shards"][0]
+    assert (shard["missing_title"], shard["missing_abstract"], shard["missing_year"]) == (2, 2, 2)
+    totals = report["totals"]
+    assert (totals["missing_title"], totals["missing_abstract"], totals["missing_year"]) == (
+        2,
+        2,
+        2,
+    )
+    assert totals["records_skipped"] == 0
+    papers = papers_of(corpus)
+    assert papers["p1"] == {
+        "paper_id": "p1",
+        "title": None,
+        "abstract": None,
+        "year": None,
+        "fields": [],
+        "n_cited_by": 0,
+        "n_references": 0,
+    }
+    assert papers["p3"]["title"] == ""  # kept; the prefilter treats it as missing
+
+
+def test_truncated_gzip_names_the_file(tmp_path):
+    rows = [paper(f"p{i}", abstract="x" * 200) for i in range(2000)]
+    good = write_jsonl(tmp_path / "good.jsonl.gz", rows, compress=True)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(InputDataError, match="truncated or corrupt") as info:
+        parse_shard(cut, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.5)
+    assert info.value.path == str(cut)
+    assert "last complete line" in str(info.value)
+    assert not (tmp_path / "staging").exists()  # nothing half-written
+
+
+def test_malformed_line_fails_with_file_and_line(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), '{"paper_id": "b", ', paper("c")])
+    with pytest.raises(InputDataError) as info:
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    assert (info.value.path, info.value.line) == (str(path), 2)
+    assert f"{path}:2" in str(info.value)
+
+
+def test_malformed_line_is_skipped_within_max_bad_fraction(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), "not json", paper("c"), "[1, 2]"])
+    corpus, report = ingest_files(tmp_path, [("s2orc_v2020", path)], max_bad_fraction=0.5)
+    skipped = report["shards"][0]["skipped"]
+    assert skipped["malformed_json"]["count"] == 1
+    assert skipped["malformed_json"]["examples"][0]["line"] == 2
+    assert skipped["not_object"]["examples"][0]["line"] == 4
+    assert report["totals"]["bad_records"] == 2
+    assert report["totals"]["skipped"] == {"malformed_json": 1, "not_object": 1}
+    assert sorted(papers_of(corpus)) == ["a", "c"]
+
+
+def test_too_many_bad_records_fail_the_file(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), "oops", "{", paper("d")])
+    with pytest.raises(InputDataError, match=r"2 of 4 records are bad") as info:
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.25)
+    assert info.value.path == str(path)
+
+
+def test_blank_lines_are_counted_and_keep_line_numbers(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps(paper("a")) + "\n\n   \n" + json.dumps(paper("b", year="x")) + "\n")
+    with pytest.raises(InputDataError) as info:
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    assert info.value.line == 4
+    path.write_text(json.dumps(paper("a")) + "\n\n" + json.dumps(paper("b")) + "\n\n")
+    report = parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    assert (report["blank_lines"], report["records_read"], report["records_written"]) == (2, 2, 2)
+
+
+def test_missing_paper_id_names_the_field(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), {"title": "no id"}])
+    with pytest.raises(InputDataError, match="missing_paper_id") as info:
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    assert (info.value.line, info.value.field) == (2, "paper_id")
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ({"year": "2019"}, "year"),
+        ({"year": "2019x"}, "year"),
+        ({"year": 2019.5}, "year"),
+        ({"title": 5}, "title"),
+        ({"outbound_citations": "abc"}, "outbound_citations"),
+        ({"inbound_citations": [1]}, "inbound_citations[0]"),
+        ({"paper_id": 12}, "paper_id"),
+        ({"paper_id": ""}, "paper_id"),
+        ({"year": 2**40}, "year"),
+    ],
+)
+def test_wrong_types_name_the_field(tmp_path, override, field):
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), paper("b", **override)])
+    with pytest.raises(InputDataError) as info:
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    assert (info.value.path, info.value.line, info.value.field) == (str(path), 2, field)
+
+
+def test_duplicate_paper_id_names_both_locations(tmp_path):
+    one = write_jsonl(tmp_path / "one.jsonl", [paper("a"), paper("dup", title="first")])
+    two = write_jsonl(
+        tmp_path / "two.jsonl", [paper("b"), paper("c"), paper("dup", title="second")]
+    )
+    files = [("s2orc_v2020", one), ("s2orc_v2020", two)]
+    with pytest.raises(InputDataError, match="duplicate") as info:
+        ingest_files(tmp_path, files)
+    assert (info.value.path, info.value.line, info.value.field) == (str(one), 2, "paper_id")
+    assert f"{two}:3" in str(info.value)
+    assert not (tmp_path / "corpus").exists()
+
+    corpus, report = ingest_files(tmp_path, files, name="kept", on_duplicate="keep_first")
+    assert report["totals"]["duplicate_papers"] == 1
+    assert report["totals"]["papers_written"] == 4
+    assert report["examples"]["duplicate_papers"] == [
+        {"paper_id": "dup", "locations": [f"{one}:2", f"{two}:3"]}
+    ]
+    assert papers_of(corpus)["dup"]["title"] == "first"
+
+
+def test_chunk_boundaries_do_not_change_the_result(tmp_path, monkeypatch):
+    rows = [
+        paper(f"p{i:03d}", outbound_citations=[f"p{j:03d}" for j in range(i)]) for i in range(40)
+    ]
+    path = write_jsonl(tmp_path / "p.jsonl.gz", [*rows[:20], "", *rows[20:]], compress=True)
+    reference, _ = ingest_files(tmp_path, [("s2orc_v2020", path)], name="big")
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 97)  # splits lines across reads
+    small, report = ingest_files(tmp_path, [("s2orc_v2020", path)], name="small")
+    assert report["totals"]["blank_lines"] == 1
+    assert report["totals"]["citation_edges_written"] == 40 * 39 // 2
+    for table in ("papers", "citations"):
+        assert pq.read_table(small / table).equals(pq.read_table(reference / table))
+
+
+def test_output_is_byte_identical_and_split_into_parts(tmp_path):
+    rows = [paper(f"p{i}", outbound_citations=[f"p{(i * 7) % 10}"]) for i in range(10)]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    first, report = ingest_files(tmp_path, [("s2orc_v2020", path)], name="one", rows_per_part=3)
+    second, _ = ingest_files(tmp_path, [("s2orc_v2020", path)], name="two", rows_per_part=3)
+    assert report["parts"] == {"papers": 4, "citations": 3}
+    names = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert len(names) == 8
+    for name in names:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert [
+        pq.read_metadata(first / "papers" / f"part-0000{i}.parquet").num_rows for i in range(4)
+    ] == [3, 3, 3, 1]
+
+
+def write_v2020_parquet(path: Path, rows: list[dict[str, Any]], drop: str | None = None) -> Path:
+    columns = list(ingest.PARQUET_COLUMNS)
+    table = pa.table(
+        {
+            "paper_id": pa.array([r["paper_id"] for r in rows], pa.string()),
+            "title": pa.array([r["title"] for r in rows], pa.large_string()),
+            "abstract": pa.array([r["abstract"] for r in rows], pa.string()),
+            "year": pa.array([r["year"] for r in rows], pa.int64()),
+            **{
+                c: pa.array([r[c] for r in rows], pa.list_(pa.string()))
+                for c in columns
+                if c.endswith(("_study", "_citations"))
+            },
+        }
+    )
+    if drop:
+        table = table.drop_columns([drop])
+    pq.write_table(table, path)
+    return path
+
+
+def test_parquet_input(tmp_path):
+    rows = [
+        paper("a", outbound_citations=["b"]),
+        paper("b", mag_field_of_study=None, year=None),
+        paper("c", inbound_citations=["a"]),
+    ]
+    path = write_v2020_parquet(tmp_path / "p.parquet", rows)
+    corpus, report = ingest_files(tmp_path, [("parquet", path)])
+    assert edges_of(corpus) == [("a", "b"), ("a", "c")]
+    papers = papers_of(corpus)
+    assert papers["b"]["fields"] == [] and papers["b"]["year"] is None
+    assert report["totals"]["missing_year"] == 1
+
+
+def test_parquet_missing_or_mistyped_column(tmp_path):
+    rows = [paper("a")]
+    path = write_v2020_parquet(tmp_path / "p.parquet", rows, drop="inbound_citations")
+    with pytest.raises(InputDataError, match="lacks the column 'inbound_citations'") as info:
+        parse_shard(path, "parquet", tmp_path / "staging")
+    assert (info.value.path, info.value.field) == (str(path), "inbound_citations")
+    table = pq.read_table(write_v2020_parquet(tmp_path / "q.parquet", rows))
+    table = table.set_column(3, "year", pa.array(["2010"]))
+    pq.write_table(table, tmp_path / "q.parquet")
+    with pytest.raises(InputDataError, match="'year' has type string") as info:
+        parse_shard(tmp_path / "q.parquet", "parquet", tmp_path / "staging")
+    assert info.value.field == "year"
+
+
+def test_parquet_bad_rows_are_located(tmp_path):
+    rows = [paper("a"), paper(None), paper("c", outbound_citations=["a", None])]
+    path = write_v2020_parquet(tmp_path / "p.parquet", rows)
+    with pytest.raises(InputDataError) as info:
+        parse_shard(path, "parquet", tmp_path / "staging")
+    assert (info.value.line, info.value.field) == (2, "paper_id")
+    report = parse_shard(path, "parquet", tmp_path / "staging", max_bad_fraction=0.7)
+    assert report["records_written"] == 1
+    assert report["skipped"]["wrong_type"]["examples"][0]["line"] == 3
+
+
+def test_s2ag_three_kinds_end_to_end(tmp_path):
+    papers_file = write_jsonl(
+        tmp_path / "papers.jsonl",
+        [
+            {
+                "corpusid": 1,
+                "title": "One",
+                "year": 2019,
+                "externalids": {"DOI": "x"},
+                "s2fieldsofstudy": [
+                    {"category": "Medicine", "source": "external"},
+                    {"category": "Biology", "source": "s2-fos-model"},
+                    {"category": "Medicine", "source": "s2-fos-model"},
+                ],
+            },
+            {"corpusid": 2, "title": "Two", "year": None, "fieldsofstudy": ["Physics"]},
+            {"corpusid": 10, "title": "Ten", "year": 2001, "s2fieldsofstudy": None},
+        ],
+    )
+    abstracts_file = write_jsonl(
+        tmp_path / "abstracts.jsonl",
+        [
+            {"corpusid": 1, "abstract": "Abstract one", "openaccessinfo": {}},
+            {"corpusid": 2, "abstract": None},
+            {"corpusid": 99, "abstract": "nobody's"},
+        ],
+    )
+    citations_file = write_jsonl(
+        tmp_path / "citations.jsonl",
+        [
+            {"citationid": 1, "citingcorpusid": 1, "citedcorpusid": 2, "isinfluential": False},
+            {"citationid": 2, "citingcorpusid": 1, "citedcorpusid": None},
+            {"citationid": 3, "citingcorpusid": 10, "citedcorpusid": 1},
+            {"citationid": 4, "citingcorpusid": 10, "citedcorpusid": 77},
+            {"citationid": 5, "citingcorpusid": 1, "citedcorpusid": 2},
+        ],
+    )
+    corpus, report = ingest_files(
+        tmp_path,
+        [
+            ("s2ag-papers", papers_file),
+            ("s2ag-abstracts", abstracts_file),
+            ("s2ag-citations", citations_file),
+        ],
+    )
+    papers = papers_of(corpus)
+    assert list(papers) == ["1", "10", "2"]  # string order
+    assert papers["1"]["fields"] == ["Medicine", "Biology"]
+    assert papers["2"]["fields"] == ["Physics"]
+    assert papers["10"]["fields"] == []
+    assert papers["1"]["abstract"] == "Abstract one"
+    assert papers["2"]["abstract"] is None
+    assert papers["1"]["n_cited_by"] == 1 and papers["1"]["n_references"] == 1
+    assert edges_of(corpus) == [("1", "2"), ("10", "1")]
+    totals = report["totals"]
+    assert totals["abstract_for_unknown_paper"] == 1
+    assert totals["skipped"] == {"null_cited": 1}
+    assert totals["bad_records"] == 0
+    assert totals["dangling_edges"] == 1
+    assert totals["citation_edges_read"] == 4
+    assert totals["missing_abstract"] == 2  # papers 2 and 10, after attaching abstracts
+
+
+def test_s2ag_bad_corpusid(tmp_path):
+    path = write_jsonl(tmp_path / "c.jsonl", [{"citingcorpusid": "1", "citedcorpusid": 2}])
+    with pytest.raises(InputDataError) as info:
+        parse_shard(path, "s2ag-citations", tmp_path / "staging")
+    assert info.value.field == "citingcorpusid"
+
+
+def test_cli_reports_errors_in_one_line(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a", year="2019")])
+    code = main(
+        [
+            "parse",
+            "--format",
+            "s2orc_v2020",
+            "--input",
+            str(path),
+            "--output-dir",
+            str(tmp_path / "s"),
+        ]
+    )
+    assert code == 2
+    assert f"{path}:1 (field 'year')" in capsys.readouterr().err
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a")])
+    staging = tmp_path / "s"
+    assert (
+        main(
+            ["parse", "--format", "s2orc_v2020", "--input", str(path), "--output-dir", str(staging)]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "merge",
+                "--staging",
+                str(staging),
+                "--output-dir",
+                str(tmp_path / "c"),
+                "--memory-limit",
+                "500MB",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "c" / "papers" / "part-00000.parquet").is_file()
+    assert (
+        main(["merge", "--staging", str(tmp_path / "nope"), "--output-dir", str(tmp_path / "d")])
+        == 2
+    )

@@ -1,0 +1,206 @@
+"""Sampling: protocol invariants on a small random citation graph."""
+
+import csv
+import json
+import random
+
+import pyarrow.parquet as pq
+import pytest
+
+from citeval.errors import ConfigError
+from citeval.filter import PrefilterRules, prefilter
+from citeval.sample import field_slug, main
+from citeval.trec import read_qrels
+from corpus_builder import write_corpus
+
+FIELDS = ["Biology", "Computer Science", "Art"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """600 papers, 2000-2019; 2019 papers cite older papers mostly of their own field."""
+    rng = random.Random(7)
+    root = tmp_path_factory.mktemp("sample")
+    papers, citations = [], []
+    by_field = {name: [] for name in FIELDS}
+    for index in range(600):
+        year = 2000 + index * 20 // 600
+        name = FIELDS[0] if index % 10 < 6 else FIELDS[1] if index % 10 < 9 else FIELDS[2]
+        paper = {"paper_id": f"p{index:04d}", "year": year, "fields": [name]}
+        papers.append(paper)
+        older = [p for p in by_field[name] if p["year"] < year] or by_field[name]
+        if older:
+            for cited in rng.sample(older, min(len(older), rng.randint(3, 12))):
+                citations.append((paper["paper_id"], cited["paper_id"]))
+        by_field[name].append(paper)
+    # Everything is cited at least three times by a citer outside the prefilter window.
+    papers += [{"paper_id": f"z{i}", "year": None, "fields": []} for i in range(3)]
+    citations += [(f"z{i}", p["paper_id"]) for i in range(3) for p in papers[:600]]
+    write_corpus(root / "corpus", papers, citations)
+    prefilter(root / "corpus" / "papers", root / "filtered.parquet", root / "f.json",
+              PrefilterRules())  # fmt: skip
+    return root
+
+
+def run_sample(corpus, out, *extra, setup="dataset"):
+    args = [setup, "--filtered", str(corpus / "filtered.parquet"), "--corpus",
+            str(corpus / "corpus"), "--output-dir", str(out), "--seed", "5", *extra]  # fmt: skip
+    return main(args)
+
+
+def read_collections(directory):
+    with open(directory / "collections.tsv") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def pools(directory):
+    table = pq.read_table(directory / "pools.parquet").to_pylist()
+    result = {}
+    for row in table:
+        result.setdefault((row["group"], row["rep"]), set()).add(row["paper_id"])
+    return result
+
+
+def references(corpus):
+    table = pq.read_table(corpus / "corpus" / "citations").to_pylist()
+    refs = {}
+    for row in table:
+        refs.setdefault(row["citing_id"], set()).add(row["cited_id"])
+    return refs
+
+
+def test_dataset_level_protocol(corpus, tmp_path):
+    assert run_sample(corpus, tmp_path, "--num-queries", "12", "--num-valid-queries", "6",
+                      "--pool-sizes", "150", "300", "--repetitions", "2") == 0  # fmt: skip
+    test_dir, valid_dir = tmp_path / "dataset-test", tmp_path / "dataset-valid"
+    queries = pq.read_table(test_dir / "queries.parquet").to_pylist()
+    test_queries = {row["query_id"] for row in queries}
+    valid_queries = {
+        r["query_id"] for r in pq.read_table(valid_dir / "queries.parquet").to_pylist()
+    }
+    assert len(test_queries) == 12 and len(valid_queries) == 6
+    assert not test_queries & valid_queries
+    years = {
+        r["paper_id"]: r["year"] for r in pq.read_table(corpus / "filtered.parquet").to_pylist()
+    }
+    assert all(years[q] == 2019 for q in test_queries | valid_queries)
+
+    listing = read_collections(test_dir)
+    assert [(r["group"], r["rep"]) for r in listing] == [
+        ("pool-150", "0"), ("pool-150", "1"), ("pool-300", "0"), ("pool-300", "1")
+    ]  # fmt: skip
+    assert [(r["group"], r["rep"]) for r in read_collections(valid_dir)] == [
+        ("pool-150", "0"), ("pool-300", "0")
+    ]  # fmt: skip
+    refs = references(corpus)
+    test_pools = pools(test_dir)
+    for (group, rep), pool in test_pools.items():
+        assert len(pool) == int(group.removeprefix("pool-"))
+        assert all(years[p] <= 2019 for p in pool)
+        qrels = read_qrels(test_dir / "qrels" / f"{group}.rep{rep}.qrels")
+        assert set(qrels) == test_queries
+        for query, relevant in qrels.items():
+            assert set(relevant) == refs[query] & set(years)
+            assert set(relevant) <= pool
+        cited = {doc for relevant in qrels.values() for doc in relevant}
+        # Query papers enter a pool only when another query cites them.
+        assert (pool & test_queries) <= cited
+    assert test_pools[("pool-150", 0)] != test_pools[("pool-150", 1)]
+
+
+def test_same_seed_same_bytes_and_other_seed_differs(corpus, tmp_path):
+    args = ("--num-queries", "10", "--pool-sizes", "200", "--repetitions", "2")
+    run_sample(corpus, tmp_path / "a", *args)
+    run_sample(corpus, tmp_path / "b", *args)
+    for name in (
+        "queries.parquet",
+        "pools.parquet",
+        "collections.tsv",
+        "qrels/pool-200.rep1.qrels",
+    ):
+        first = (tmp_path / "a" / "dataset-test" / name).read_bytes()
+        assert first == (tmp_path / "b" / "dataset-test" / name).read_bytes()
+    main(["dataset", "--filtered", str(corpus / "filtered.parquet"), "--corpus",
+          str(corpus / "corpus"), "--output-dir", str(tmp_path / "c"), "--seed", "6", *args])  # fmt: skip
+    assert pools(tmp_path / "a" / "dataset-test") != pools(tmp_path / "c" / "dataset-test")
+
+
+def test_excluded_ids_are_never_queries(corpus, tmp_path):
+    run_sample(corpus, tmp_path / "a", "--num-queries", "1000", "--pool-sizes", "200",
+               "--on-too-small", "cap")  # fmt: skip
+    eligible = {
+        r["query_id"]
+        for r in pq.read_table(tmp_path / "a/dataset-test/queries.parquet").to_pylist()
+    }
+    excluded = sorted(eligible)[:5]
+    (tmp_path / "exclude.txt").write_text("\n".join(excluded) + "\n")
+    run_sample(corpus, tmp_path / "b", "--num-queries", "1000", "--pool-sizes", "200",
+               "--on-too-small", "cap", "--exclude-query-ids", str(tmp_path / "exclude.txt"))  # fmt: skip
+    queries = {
+        r["query_id"]
+        for r in pq.read_table(tmp_path / "b/dataset-test/queries.parquet").to_pylist()
+    }
+    assert queries == eligible - set(excluded)
+    report = json.loads((tmp_path / "b" / "dataset-report.json").read_text())
+    assert report["excluded_query_ids"] == 5
+    assert report["warnings"]
+
+
+def test_too_small_fails_or_caps(corpus, tmp_path, capsys):
+    args = ("--num-queries", "5", "--pool-sizes", "100000", "--repetitions", "1")
+    assert run_sample(corpus, tmp_path / "a", *args, "--on-too-small", "fail") == 2
+    assert "requested 100000, but only" in capsys.readouterr().err
+    assert run_sample(corpus, tmp_path / "b", *args, "--on-too-small", "cap") == 0
+    (pool,) = pools(tmp_path / "b" / "dataset-test").values()
+    queries = {
+        r["query_id"]
+        for r in pq.read_table(tmp_path / "b/dataset-test/queries.parquet").to_pylist()
+    }
+    qrels = read_qrels(tmp_path / "b" / "dataset-test" / "qrels" / "pool-100000.rep0.qrels")
+    cited = {doc for relevant in qrels.values() for doc in relevant}
+    assert len(pool) == 600 - len(queries - cited)
+    report = json.loads((tmp_path / "b" / "dataset-report.json").read_text())
+    assert any("requested 100000" in warning for warning in report["warnings"])
+
+
+def test_field_level_pools_come_from_the_field_cited_set(corpus, tmp_path):
+    assert run_sample(corpus, tmp_path, "--num-queries", "3", "--num-valid-queries", "1",
+                      "--pool-size", "80", "--repetitions", "3", "--fields", *FIELDS,
+                      "--on-too-small", "cap", setup="field") == 0  # fmt: skip
+    test_dir = tmp_path / "field-test"
+    refs = references(corpus)
+    fields = {
+        r["paper_id"]: r["fields"] for r in pq.read_table(corpus / "filtered.parquet").to_pylist()
+    }
+    listing = read_collections(test_dir)
+    reps = {}
+    for row in listing:
+        reps.setdefault(row["group"], []).append(int(row["rep"]))
+    # Art's field-cited set (cited by Art papers) is smaller than the pool: one repetition.
+    assert reps[field_slug("Art")] == [0]
+    assert reps[field_slug("Biology")] == [0, 1, 2]
+    queries = pq.read_table(test_dir / "queries.parquet").to_pylist()
+    for (group, _rep), pool in pools(test_dir).items():
+        name = next(n for n in FIELDS if field_slug(n) == group)
+        group_queries = {r["query_id"] for r in queries if r["group"] == group}
+        assert all(name in fields[q] for q in group_queries)
+        field_cited = {c for citing, cited in refs.items() for c in cited
+                       if citing in fields and name in fields[citing]}  # fmt: skip
+        assert pool <= field_cited
+        assert len(pool) == min(80, len(field_cited))
+    valid = {
+        r["query_id"]
+        for r in pq.read_table(tmp_path / "field-valid" / "queries.parquet").to_pylist()
+    }
+    assert not valid & {r["query_id"] for r in queries}
+
+
+def test_unknown_field_fails_with_clear_message(corpus, tmp_path, capsys):
+    status = run_sample(corpus, tmp_path, "--num-queries", "4", "--pool-size", "50",
+                        "--fields", "Alchemy", setup="field")  # fmt: skip
+    assert status == 2
+    assert "Alchemy" in capsys.readouterr().err
+
+
+def test_config_error_type():
+    assert issubclass(ConfigError, Exception)

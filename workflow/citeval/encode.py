@@ -1,0 +1,489 @@
+"""Stage ``encode``: embed one shard of ``samples/embed_ids.parquet`` with one model.
+
+    python -m citeval.encode --model specter --model-json '{"path": "allenai/specter", ...}' \\
+        --papers results/demo/corpus/papers --ids results/demo/samples/embed_ids.parquet \\
+        --shard-id 3 --num-shards 8 --output results/demo/embeddings/specter/shard-00003.npy
+
+Shard ``i`` of ``N`` takes rows ``[i*n//N, (i+1)*n//N)`` of the sorted id list. Titles and
+abstracts are fetched from the corpus with one DuckDB semi-join per shard (restricted to the
+shard's id range, so row groups outside it are skipped) and streamed in chunks; the corpus
+is never loaded whole, and memory stays at one chunk plus DuckDB's ``--memory-limit``.
+
+Outputs (docs/contracts.md, ``embeddings/``): ``shard-IIIII.ids.parquet`` is written first
+and ``shard-IIIII.npy`` (float16) last, both atomically, so the ``.npy`` marks a finished
+shard; a shard whose ``.npy`` exists is skipped. Vectors are stored as the encoder returns
+them: L2-normalised for ``similarity: cosine``, raw for ``ip`` and ``l2``.
+
+Resume within a shard: each chunk of ``--chunk-size`` papers is checkpointed under
+``.partial/shard-IIIII/`` next to the output. A killed job restarts after its last finished
+chunk; the checkpoints are discarded if the model spec, shard or chunk size changed, and
+removed once the shard is complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from citeval.cli import run_cli
+from citeval.errors import CitevalError, ConfigError, InputDataError
+from citeval.io import PARQUET_OPTIONS, atomic_path, write_json, write_parquet
+from citeval.models import DEVICES, Encoded, Encoder, ModelSpec, load_encoder, load_model_specs
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_SIZE = 10_000
+IDS_SUFFIX = ".ids.parquet"
+PARTIAL_DIR = ".partial"
+
+
+def shard_bounds(num_ids: int, shard_id: int, num_shards: int) -> tuple[int, int]:
+    """Rows ``[shard_id*n//N, (shard_id+1)*n//N)``: every row in exactly one shard."""
+    if num_shards < 1:
+        raise CitevalError(f"--num-shards must be at least 1, got {num_shards}")
+    if not 0 <= shard_id < num_shards:
+        raise CitevalError(f"--shard-id must be in [0, {num_shards}), got {shard_id}")
+    return shard_id * num_ids // num_shards, (shard_id + 1) * num_ids // num_shards
+
+
+def shard_name(shard_id: int) -> str:
+    return f"shard-{shard_id:05d}"
+
+
+def ids_path_for(output: str | os.PathLike) -> Path:
+    """``shard-00003.npy`` -> ``shard-00003.ids.parquet``."""
+    output = Path(output)
+    if output.suffix != ".npy":
+        raise CitevalError(f"--output must end with .npy, got {str(output)!r}")
+    return output.with_name(output.name.removesuffix(".npy") + IDS_SUFFIX)
+
+
+def ids_schema(multi_vector: bool) -> pa.Schema:
+    fields = [pa.field("paper_id", pa.string(), nullable=False)]
+    if multi_vector:
+        fields.append(pa.field("sentence", pa.int32(), nullable=False))
+    return pa.schema(fields)
+
+
+def read_shard_ids(ids_path: str | os.PathLike, shard_id: int, num_shards: int) -> pa.Array:
+    """This shard's slice of ``embed_ids.parquet``, checked to be sorted and unique."""
+    try:
+        table = pq.read_table(ids_path, columns=["paper_id"])
+    except (OSError, pa.ArrowInvalid, KeyError) as error:
+        raise InputDataError(f"cannot read paper ids ({error})", path=str(ids_path)) from error
+    begin, end = shard_bounds(table.num_rows, shard_id, num_shards)
+    ids = table.column("paper_id").slice(begin, end - begin).combine_chunks()
+    if ids.type != pa.string():
+        ids = ids.cast(pa.string())
+    if ids.null_count:
+        raise InputDataError("null paper_id", path=str(ids_path), field="paper_id")
+    values = ids.to_pylist()
+    for row, (previous, current) in enumerate(itertools.pairwise(values)):
+        if not previous < current:
+            raise InputDataError(
+                f"paper ids must be sorted and unique; row {begin + row + 1} ({current!r}) "
+                f"follows {previous!r}",
+                path=str(ids_path),
+                field="paper_id",
+            )
+    return ids
+
+
+def iter_paper_chunks(
+    papers: str | os.PathLike,
+    ids: pa.Array,
+    chunk_size: int,
+    *,
+    memory_limit: str = "2GB",
+    threads: int = 2,
+    temp_directory: str | os.PathLike | None = None,
+) -> Iterator[pa.Table]:
+    """Yield (paper_id, title, abstract) for ``ids`` (sorted), ``chunk_size`` rows at a time.
+
+    Each chunk is checked against the expected ids, so a paper missing from the corpus is
+    reported by id instead of shifting every later vector.
+    """
+    import duckdb
+
+    if len(ids) == 0:
+        return
+    papers_path = Path(papers)
+    files = sorted(papers_path.glob("*.parquet")) if papers_path.is_dir() else [papers_path]
+    if not files:
+        raise InputDataError("no parquet files in the papers directory", path=str(papers))
+    connection = duckdb.connect(config={"memory_limit": memory_limit, "threads": threads})
+    try:
+        if temp_directory is not None:
+            connection.execute("SET temp_directory = ?", [str(temp_directory)])
+        connection.register("wanted", pa.table({"paper_id": ids}))
+        # The BETWEEN bounds let DuckDB skip row groups outside the shard's id range by
+        # their min/max statistics; the semi-join then keeps the wanted rows only.
+        reader = connection.execute(
+            """
+            SELECT p.paper_id, p.title, p.abstract
+            FROM read_parquet(?) AS p
+            WHERE p.paper_id BETWEEN ? AND ?
+              AND p.paper_id IN (SELECT paper_id FROM wanted)
+            ORDER BY p.paper_id
+            """,
+            [[str(file) for file in files], ids[0].as_py(), ids[-1].as_py()],
+        ).fetch_record_batch(chunk_size)
+        expected = 0
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
+
+        def emit(table: pa.Table) -> pa.Table:
+            nonlocal expected
+            want = ids.slice(expected, table.num_rows)
+            got = table.column("paper_id").combine_chunks().cast(pa.string())
+            if not got.equals(want):
+                _raise_mismatch(papers, want, got)
+            expected += table.num_rows
+            return table
+
+        for batch in reader:
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            while pending_rows >= chunk_size:
+                table = pa.Table.from_batches(pending).combine_chunks()
+                yield emit(table.slice(0, chunk_size))
+                rest = table.slice(chunk_size)
+                pending = rest.to_batches()
+                pending_rows = rest.num_rows
+        if pending_rows:
+            yield emit(pa.Table.from_batches(pending).combine_chunks())
+        if expected != len(ids):
+            _raise_mismatch(papers, ids.slice(expected), pa.array([], pa.string()))
+    finally:
+        connection.close()
+
+
+def _raise_mismatch(papers: str | os.PathLike, want: pa.Array, got: pa.Array) -> None:
+    found = set(got.to_pylist())
+    missing = [paper_id for paper_id in want.to_pylist() if paper_id not in found]
+    if missing:
+        raise InputDataError(
+            f"{len(missing)} paper id(s) to embed are not in the corpus, e.g. {missing[:5]}",
+            path=str(papers),
+        )
+    raise InputDataError("duplicate paper ids in the corpus", path=str(papers), field="paper_id")
+
+
+def iter_encoded(
+    encoder: Encoder, chunks: Iterator[pa.Table], progress: Any | None = None
+) -> Iterator[tuple[pa.Table, Encoded]]:
+    """Encode chunks, fetching and tokenising the next one in a thread meanwhile.
+
+    DuckDB and the Rust tokenizer release the GIL, so the CPU side overlaps the model's
+    forward passes (the GPU path needs it to stay busy).
+    """
+
+    def fetch_and_prepare() -> tuple[pa.Table, Any] | None:
+        chunk = next(chunks, None)
+        if chunk is None:
+            return None
+        titles = chunk.column("title").to_pylist()
+        abstracts = chunk.column("abstract").to_pylist()
+        return chunk, encoder.prepare(titles, abstracts)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(fetch_and_prepare)
+        while True:
+            item = future.result()
+            if item is None:
+                return
+            future = pool.submit(fetch_and_prepare)
+            chunk, prepared = item
+            yield chunk, encoder.run(prepared, progress)
+
+
+def _ids_table(chunk: pa.Table, encoded: Encoded, multi_vector: bool) -> pa.Table:
+    paper_ids = chunk.column("paper_id").combine_chunks().take(pa.array(encoded.paper_index))
+    columns: dict[str, pa.Array] = {"paper_id": paper_ids.cast(pa.string())}
+    if multi_vector:
+        columns["sentence"] = pa.array(encoded.sentence, pa.int32())
+    return pa.Table.from_pydict(columns, schema=ids_schema(multi_vector))
+
+
+def _to_float16(vectors: np.ndarray, spec: ModelSpec) -> np.ndarray:
+    half = vectors.astype(np.float16)
+    if not np.isfinite(half).all():
+        # Raw (ip/l2) vectors beyond float16's range would silently become inf.
+        raise CitevalError(
+            f"model {spec.name!r}: vectors overflow float16 (max |x| = "
+            f"{float(np.abs(vectors).max()):.3g}); use similarity: cosine or a smaller-norm model"
+        )
+    return half
+
+
+def _fingerprint(spec: ModelSpec, ids: pa.Array, chunk_size: int) -> str:
+    digest = hashlib.sha256()
+    digest.update(spec.to_json().encode())
+    digest.update(str(chunk_size).encode())
+    for value in ids.to_pylist():
+        digest.update(value.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _completed_chunks(partial: Path, num_chunks: int) -> int:
+    done = 0
+    while done < num_chunks and (partial / f"chunk-{done:05d}.npy").exists():
+        done += 1
+    return done
+
+
+def _assemble(
+    partial: Path, num_chunks: int, dim: int, multi_vector: bool, output: Path, ids_path: Path
+) -> int:
+    """Concatenate the chunk checkpoints into the shard files, one chunk in memory at a time."""
+    arrays = [np.load(partial / f"chunk-{k:05d}.npy", mmap_mode="r") for k in range(num_chunks)]
+    total = sum(array.shape[0] for array in arrays)
+    with (
+        atomic_path(ids_path) as tmp,
+        pq.ParquetWriter(tmp, ids_schema(multi_vector), **PARQUET_OPTIONS) as writer,
+    ):
+        for k in range(num_chunks):
+            writer.write_table(pq.read_table(partial / f"chunk-{k:05d}{IDS_SUFFIX}"))
+    # The .npy goes last: its existence is what marks the shard finished.
+    with atomic_path(output) as tmp:
+        if total == 0:
+            np.save(tmp, np.zeros((0, dim), dtype=np.float16))
+            return 0
+        merged = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(total, dim))
+        row = 0
+        for array in arrays:
+            merged[row : row + array.shape[0]] = array
+            row += array.shape[0]
+        merged.flush()
+        del merged
+    return total
+
+
+def encode_shard(
+    spec: ModelSpec,
+    papers: str | os.PathLike,
+    ids_path: str | os.PathLike,
+    shard_id: int,
+    num_shards: int,
+    output: str | os.PathLike,
+    *,
+    encoder: Encoder | None = None,
+    device: str = "auto",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    memory_limit: str = "2GB",
+    threads: int = 2,
+    force: bool = False,
+    show_progress: bool = True,
+) -> bool:
+    """Embed one shard; return False (and do nothing) when its output already exists.
+
+    ``encoder`` may be passed to reuse a loaded model across shards; otherwise the model
+    is loaded only when there is work to do.
+    """
+    if chunk_size < 1:
+        raise CitevalError(f"--chunk-size must be at least 1, got {chunk_size}")
+    output = Path(output)
+    ids_out = ids_path_for(output)
+    if output.exists() and not force:
+        log.info("%s exists; shard %d is already done", output, shard_id)
+        return False
+    started = time.perf_counter()
+    ids = read_shard_ids(ids_path, shard_id, num_shards)
+    num_chunks = -(-len(ids) // chunk_size)
+    partial = output.parent / PARTIAL_DIR / output.name.removesuffix(".npy")
+    manifest = {
+        "model": spec.name,
+        "spec": spec.to_config(),
+        "shard_id": shard_id,
+        "num_shards": num_shards,
+        "num_ids": len(ids),
+        "chunk_size": chunk_size,
+        "fingerprint": _fingerprint(spec, ids, chunk_size),
+    }
+    manifest_file = partial / "manifest.json"
+    if partial.exists():
+        try:
+            previous = json.loads(manifest_file.read_text())
+        except (OSError, ValueError):
+            previous = None
+        if previous != manifest or force:
+            log.info("discarding stale checkpoints in %s", partial)
+            shutil.rmtree(partial)
+    partial.mkdir(parents=True, exist_ok=True)
+    write_json(manifest, manifest_file)
+    done = _completed_chunks(partial, num_chunks)
+    if done:
+        log.info("resuming shard %d after %d of %d chunks", shard_id, done, num_chunks)
+
+    if encoder is None:
+        encoder = load_encoder(spec, device=device)
+    remaining = ids.slice(done * chunk_size)
+    chunks = iter_paper_chunks(
+        papers,
+        remaining,
+        chunk_size,
+        memory_limit=memory_limit,
+        threads=threads,
+        temp_directory=partial / "duckdb-tmp",
+    )
+    with tqdm(
+        total=len(ids),
+        initial=min(done * chunk_size, len(ids)),
+        unit="paper",
+        desc=f"{spec.name} {shard_name(shard_id)}",
+        disable=not show_progress,
+        mininterval=5.0,
+    ) as bar:
+        for k, (chunk, encoded) in enumerate(iter_encoded(encoder, chunks, bar), start=done):
+            write_parquet(
+                _ids_table(chunk, encoded, spec.multi_vector),
+                partial / f"chunk-{k:05d}{IDS_SUFFIX}",
+            )
+            with atomic_path(partial / f"chunk-{k:05d}.npy") as tmp:
+                np.save(tmp, _to_float16(encoded.vectors, spec))
+    total = _assemble(partial, num_chunks, encoder.dim, spec.multi_vector, output, ids_out)
+    shutil.rmtree(partial, ignore_errors=True)
+    _remove_if_empty(output.parent / PARTIAL_DIR)
+    elapsed = time.perf_counter() - started
+    log.info(
+        "shard %d: %d papers -> %d vectors of dim %d in %.1fs (%s)",
+        shard_id,
+        len(ids),
+        total,
+        encoder.dim,
+        elapsed,
+        output,
+    )
+    return True
+
+
+def _remove_if_empty(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+
+
+def encode_shards(
+    spec: ModelSpec,
+    papers: str | os.PathLike,
+    ids_path: str | os.PathLike,
+    num_shards: int,
+    output_dir: str | os.PathLike,
+    *,
+    shard_ids: Sequence[int] | None = None,
+    device: str = "auto",
+    **options: Any,
+) -> list[int]:
+    """Embed several shards into ``output_dir`` with one loaded model; return those computed.
+
+    Shards whose output exists are skipped without loading the model.
+    """
+    computed = []
+    encoder: Encoder | None = None
+    for shard_id in range(num_shards) if shard_ids is None else shard_ids:
+        output = Path(output_dir) / f"{shard_name(shard_id)}.npy"
+        if output.exists() and not options.get("force", False):
+            log.info("%s exists; shard %d is already done", output, shard_id)
+            continue
+        if encoder is None:
+            encoder = load_encoder(spec, device=device)
+        encode_shard(
+            spec, papers, ids_path, shard_id, num_shards, output, encoder=encoder, **options
+        )
+        computed.append(shard_id)
+    return computed
+
+
+def load_spec(name: str, model_json: str | None, config_path: str | None) -> ModelSpec:
+    """The model spec from ``--model-json`` or from the ``models`` section of ``--config``."""
+    if model_json is not None:
+        try:
+            entry = json.loads(model_json)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--model-json is not valid JSON: {error}") from error
+        return ModelSpec.from_config(name, entry)
+    assert config_path is not None
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(config_path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read config {config_path}: {error}") from error
+    specs = load_model_specs(config.get("models"))
+    if name not in specs:
+        raise ConfigError(f"{config_path}: model {name!r} is not in models ({sorted(specs)})")
+    return specs[name]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.encode",
+        description="Embed one shard of samples/embed_ids.parquet with one registered model.",
+    )
+    parser.add_argument("--model", required=True, help="registry name of the model")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model-json", help="the model's registry entry as JSON")
+    source.add_argument("--config", help="config YAML whose `models` section defines --model")
+    parser.add_argument("--papers", required=True, help="corpus/papers parquet directory")
+    parser.add_argument("--ids", required=True, help="samples/embed_ids.parquet")
+    parser.add_argument("--shard-id", type=int, required=True)
+    parser.add_argument("--num-shards", type=int, required=True)
+    parser.add_argument("--output", required=True, help="embeddings/<model>/shard-IIIII.npy")
+    parser.add_argument("--device", choices=DEVICES, default="auto")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=DEFAULT_CHUNK_SIZE,
+        help=f"papers per checkpoint (default {DEFAULT_CHUNK_SIZE})",
+    )
+    parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit (default 2GB)")
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads (default 2)")
+    parser.add_argument("--force", action="store_true", help="recompute an existing shard")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*(MB|GB|MiB|GiB)", args.memory_limit):
+        raise ConfigError(f"--memory-limit must look like 2GB or 512MiB, got {args.memory_limit!r}")
+    spec = load_spec(args.model, args.model_json, args.config)
+    encode_shard(
+        spec,
+        args.papers,
+        args.ids,
+        args.shard_id,
+        args.num_shards,
+        args.output,
+        device=args.device,
+        chunk_size=args.chunk_size,
+        memory_limit=args.memory_limit,
+        threads=args.threads,
+        force=args.force,
+        show_progress=not args.no_progress,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

