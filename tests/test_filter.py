@@ -2,7 +2,6 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-
 from citeval.errors import InputDataError
 from citeval.filter import PrefilterRules, main, prefilter
 from corpus_builder import write_corpus
@@ -22,9 +21,15 @@ def corpus(tmp_path):
         {"paper_id": "year-and-title-missing", "year": None, "title": None},
     ] + [{"paper_id": f"citer{i}"} for i in range(3)]
     cited_three_times = [
-        "ok1", "ok2", "no-year", "no-title", "blank-title", "short-abstract", "no-abstract",
+        "ok1",
+        "ok2",
+        "no-year",
+        "no-title",
+        "blank-title",
+        "short-abstract",
+        "no-abstract",
         "year-and-title-missing",
-    ]  # fmt: skip
+    ]
     citations = [(f"citer{i}", target) for i in range(3) for target in cited_three_times]
     citations += [("citer0", "rarely-cited"), ("citer1", "rarely-cited")]
     return write_corpus(tmp_path / "corpus", papers, citations)
@@ -70,16 +75,29 @@ def test_thresholds_and_direction_come_from_arguments(corpus, tmp_path):
 
 def test_output_is_byte_identical_across_runs(corpus, tmp_path):
     for name in ("a", "b"):
-        prefilter(corpus / "papers", tmp_path / f"{name}.parquet", tmp_path / f"{name}.json",
-                  PrefilterRules())  # fmt: skip
+        prefilter(
+            corpus / "papers",
+            tmp_path / f"{name}.parquet",
+            tmp_path / f"{name}.json",
+            PrefilterRules(),
+        )
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
 
 def test_missing_input_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(InputDataError, match="no parquet parts"):
-        prefilter(tmp_path / "nothing", tmp_path / "f.parquet", tmp_path / "r.json",
-                  PrefilterRules())  # fmt: skip
-    status = main(["--papers", str(tmp_path / "nothing"), "--output", str(tmp_path / "f"),
-                   "--report", str(tmp_path / "r")])  # fmt: skip
+        prefilter(
+            tmp_path / "nothing", tmp_path / "f.parquet", tmp_path / "r.json", PrefilterRules()
+        )
+    status = main(
+        [
+            "--papers",
+            str(tmp_path / "nothing"),
+            "--output",
+            str(tmp_path / "f"),
+            "--report",
+            str(tmp_path / "r"),
+        ]
+    )
     assert status == 2
     assert "no parquet parts" in capsys.readouterr().err

@@ -6,7 +6,6 @@ import random
 
 import pyarrow.parquet as pq
 import pytest
-
 from citeval.errors import ConfigError
 from citeval.filter import PrefilterRules, prefilter
 from citeval.sample import field_slug, main
@@ -37,14 +36,25 @@ def corpus(tmp_path_factory):
     papers += [{"paper_id": f"z{i}", "year": None, "fields": []} for i in range(3)]
     citations += [(f"z{i}", p["paper_id"]) for i in range(3) for p in papers[:600]]
     write_corpus(root / "corpus", papers, citations)
-    prefilter(root / "corpus" / "papers", root / "filtered.parquet", root / "f.json",
-              PrefilterRules())  # fmt: skip
+    prefilter(
+        root / "corpus" / "papers", root / "filtered.parquet", root / "f.json", PrefilterRules()
+    )
     return root
 
 
 def run_sample(corpus, out, *extra, setup="dataset"):
-    args = [setup, "--filtered", str(corpus / "filtered.parquet"), "--corpus",
-            str(corpus / "corpus"), "--output-dir", str(out), "--seed", "5", *extra]  # fmt: skip
+    args = [
+        setup,
+        "--filtered",
+        str(corpus / "filtered.parquet"),
+        "--corpus",
+        str(corpus / "corpus"),
+        "--output-dir",
+        str(out),
+        "--seed",
+        "5",
+        *extra,
+    ]
     return main(args)
 
 
@@ -70,8 +80,22 @@ def references(corpus):
 
 
 def test_dataset_level_protocol(corpus, tmp_path):
-    assert run_sample(corpus, tmp_path, "--num-queries", "12", "--num-valid-queries", "6",
-                      "--pool-sizes", "150", "300", "--repetitions", "2") == 0  # fmt: skip
+    assert (
+        run_sample(
+            corpus,
+            tmp_path,
+            "--num-queries",
+            "12",
+            "--num-valid-queries",
+            "6",
+            "--pool-sizes",
+            "150",
+            "300",
+            "--repetitions",
+            "2",
+        )
+        == 0
+    )
     test_dir, valid_dir = tmp_path / "dataset-test", tmp_path / "dataset-valid"
     queries = pq.read_table(test_dir / "queries.parquet").to_pylist()
     test_queries = {row["query_id"] for row in queries}
@@ -87,11 +111,15 @@ def test_dataset_level_protocol(corpus, tmp_path):
 
     listing = read_collections(test_dir)
     assert [(r["group"], r["rep"]) for r in listing] == [
-        ("pool-150", "0"), ("pool-150", "1"), ("pool-300", "0"), ("pool-300", "1")
-    ]  # fmt: skip
+        ("pool-150", "0"),
+        ("pool-150", "1"),
+        ("pool-300", "0"),
+        ("pool-300", "1"),
+    ]
     assert [(r["group"], r["rep"]) for r in read_collections(valid_dir)] == [
-        ("pool-150", "0"), ("pool-300", "0")
-    ]  # fmt: skip
+        ("pool-150", "0"),
+        ("pool-300", "0"),
+    ]
     refs = references(corpus)
     test_pools = pools(test_dir)
     for (group, rep), pool in test_pools.items():
@@ -120,22 +148,52 @@ def test_same_seed_same_bytes_and_other_seed_differs(corpus, tmp_path):
     ):
         first = (tmp_path / "a" / "dataset-test" / name).read_bytes()
         assert first == (tmp_path / "b" / "dataset-test" / name).read_bytes()
-    main(["dataset", "--filtered", str(corpus / "filtered.parquet"), "--corpus",
-          str(corpus / "corpus"), "--output-dir", str(tmp_path / "c"), "--seed", "6", *args])  # fmt: skip
+    main(
+        [
+            "dataset",
+            "--filtered",
+            str(corpus / "filtered.parquet"),
+            "--corpus",
+            str(corpus / "corpus"),
+            "--output-dir",
+            str(tmp_path / "c"),
+            "--seed",
+            "6",
+            *args,
+        ]
+    )
     assert pools(tmp_path / "a" / "dataset-test") != pools(tmp_path / "c" / "dataset-test")
 
 
 def test_excluded_ids_are_never_queries(corpus, tmp_path):
-    run_sample(corpus, tmp_path / "a", "--num-queries", "1000", "--pool-sizes", "200",
-               "--on-too-small", "cap")  # fmt: skip
+    run_sample(
+        corpus,
+        tmp_path / "a",
+        "--num-queries",
+        "1000",
+        "--pool-sizes",
+        "200",
+        "--on-too-small",
+        "cap",
+    )
     eligible = {
         r["query_id"]
         for r in pq.read_table(tmp_path / "a/dataset-test/queries.parquet").to_pylist()
     }
     excluded = sorted(eligible)[:5]
     (tmp_path / "exclude.txt").write_text("\n".join(excluded) + "\n")
-    run_sample(corpus, tmp_path / "b", "--num-queries", "1000", "--pool-sizes", "200",
-               "--on-too-small", "cap", "--exclude-query-ids", str(tmp_path / "exclude.txt"))  # fmt: skip
+    run_sample(
+        corpus,
+        tmp_path / "b",
+        "--num-queries",
+        "1000",
+        "--pool-sizes",
+        "200",
+        "--on-too-small",
+        "cap",
+        "--exclude-query-ids",
+        str(tmp_path / "exclude.txt"),
+    )
     queries = {
         r["query_id"]
         for r in pq.read_table(tmp_path / "b/dataset-test/queries.parquet").to_pylist()
@@ -164,9 +222,26 @@ def test_too_small_fails_or_caps(corpus, tmp_path, capsys):
 
 
 def test_field_level_pools_come_from_the_field_cited_set(corpus, tmp_path):
-    assert run_sample(corpus, tmp_path, "--num-queries", "3", "--num-valid-queries", "1",
-                      "--pool-size", "80", "--repetitions", "3", "--fields", *FIELDS,
-                      "--on-too-small", "cap", setup="field") == 0  # fmt: skip
+    assert (
+        run_sample(
+            corpus,
+            tmp_path,
+            "--num-queries",
+            "3",
+            "--num-valid-queries",
+            "1",
+            "--pool-size",
+            "80",
+            "--repetitions",
+            "3",
+            "--fields",
+            *FIELDS,
+            "--on-too-small",
+            "cap",
+            setup="field",
+        )
+        == 0
+    )
     test_dir = tmp_path / "field-test"
     refs = references(corpus)
     fields = {
@@ -184,8 +259,12 @@ def test_field_level_pools_come_from_the_field_cited_set(corpus, tmp_path):
         name = next(n for n in FIELDS if field_slug(n) == group)
         group_queries = {r["query_id"] for r in queries if r["group"] == group}
         assert all(name in fields[q] for q in group_queries)
-        field_cited = {c for citing, cited in refs.items() for c in cited
-                       if citing in fields and name in fields[citing]}  # fmt: skip
+        field_cited = {
+            c
+            for citing, cited in refs.items()
+            for c in cited
+            if citing in fields and name in fields[citing]
+        }
         assert pool <= field_cited
         assert len(pool) == min(80, len(field_cited))
     valid = {
@@ -196,8 +275,17 @@ def test_field_level_pools_come_from_the_field_cited_set(corpus, tmp_path):
 
 
 def test_unknown_field_fails_with_clear_message(corpus, tmp_path, capsys):
-    status = run_sample(corpus, tmp_path, "--num-queries", "4", "--pool-size", "50",
-                        "--fields", "Alchemy", setup="field")  # fmt: skip
+    status = run_sample(
+        corpus,
+        tmp_path,
+        "--num-queries",
+        "4",
+        "--pool-size",
+        "50",
+        "--fields",
+        "Alchemy",
+        setup="field",
+    )
     assert status == 2
     assert "Alchemy" in capsys.readouterr().err
 

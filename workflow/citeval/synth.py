@@ -26,6 +26,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import itertools
+import json
 import logging
 import sys
 import time
@@ -34,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import msgspec
 import numpy as np
 from tqdm import tqdm
 
@@ -255,7 +256,7 @@ TITLE_TEMPLATES: tuple[str, ...] = (
     "{A} {K} of {K} {K} in {F} {G}",
     "{K} {K} and {K} {K} : a {A} {G} of {F} {K}",
     "on the {K} of {K} {K} for {K} {G}",
-    "{K} - {K} {G} for {A} {K} {K} {G}",
+    "{K} {K} {G} for {A} {K} {K} {Gp}",
     "the role of {K} {K} in {K} {K} {G}",
     "a {A} {G} to {K} {K} using {K} {K}",
     "{K} {K} {G} in {F} {K} : evidence from {K} {K} {Gp}",
@@ -278,7 +279,7 @@ SENTENCE_TEMPLATES: tuple[str, ...] = (
     "However , the {K} {G} of {K} {K} in {X} {K} remains unclear .",
     "Here we {Vi} {K} {K} in {D} {K} {K} {Gp} .",
     "A total of {D} {K} {Gp} were {Vp} and {Vp} with {K} {K} .",
-    "The {K} {K} was {Vp} by {K} {K} {G} ( {K} {K} ) .",
+    "The {K} {K} was {Vp} by {K} {K} {G} , as in {K} {K} .",
     "Compared with {A} {K} {Gp} , the {K} {K} {G} {Vs} the {K} {K} by {D} % .",
     "We further {Vi} the {G} of {K} and {K} on {K} {K} {Gp} .",
     "This {G} {Vs} the {K} {K} {G} and {Vs} {A} {K} {K} .",
@@ -638,7 +639,8 @@ def build_citations(structure: Structure, seed: int, *, progress: bool = True) -
         pos = np.clip(np.searchsorted(cum_fit, u, side="right") - 1, a, b - 1)
         dst = order[pos].astype(np.int64)
         keep = dst != src
-        key = np.unique(src[keep] * n + dst[keep])  # dedupe; sorted by (citing, cited)
+        key = np.sort(src[keep] * n + dst[keep])  # by (citing, cited)
+        key = key[np.r_[True, key[1:] != key[:-1]]]  # drop repeated references
         sources.append((key // n).astype(np.int32))
         targets.append((key % n).astype(np.int32))
 
@@ -662,15 +664,17 @@ def build_citations(structure: Structure, seed: int, *, progress: bool = True) -
 # Slot codes in the token arrays (negative so they never clash with vocabulary ids).
 _SLOT_CODES = {"K": -1, "S": -2, "T": -3, "F": -4, "X": -5}
 _CLASS_CODES = {name: -10 - i for i, name in enumerate(WORD_CLASSES)}
-_SEP = 0  # vocabulary id of the record separator "\x00"
-_END = 1  # vocabulary id of "" (lets the joined block end with a separator)
+_SEP = 0  # vocabulary id of the title / abstract separator "\x00"
+# Tokens glued to the word before them. Every other word is stored with a leading space,
+# so a block's text is one "".join with no clean-up passes over the string.
+_PUNCTUATION = frozenset({".", ",", ":", ";", "%"})
 
 
 @dataclass
 class Vocabulary:
     """All words in one array; slots index into contiguous per-owner ranges."""
 
-    words: np.ndarray  # object array of str
+    words: np.ndarray  # object array of str, each with its leading space (if any)
     class_range: dict[int, tuple[int, int]]  # class code -> (offset, length)
     field_off: np.ndarray  # int64 per field (English terms + pseudo-words)
     field_len: np.ndarray
@@ -710,7 +714,7 @@ def _pseudo_words(rng: np.random.Generator, count: int, taken: set[str]) -> list
 def build_vocabulary(structure: Structure, seed: int) -> Vocabulary:
     """Fixed words, word classes, and the field / topic / subtopic vocabularies."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
-    words: list[str] = ["\x00", ""]
+    words: list[str] = ["\x00"]
     index: dict[str, int] = {}
 
     def fixed(word: str) -> int:
@@ -756,8 +760,9 @@ def build_vocabulary(structure: Structure, seed: int) -> Vocabulary:
     sub_off = len(words) + SUBTOPIC_WORDS * np.arange(n_subs, dtype=np.int64)
     words.extend(_pseudo_words(rng, SUBTOPIC_WORDS * n_subs, taken))
 
+    spaced = [w if w in _PUNCTUATION or w == "\x00" else " " + w for w in words]
     return Vocabulary(
-        words=np.array(words, dtype=object),
+        words=np.array(spaced, dtype=object),
         class_range=class_range,
         field_off=np.array(field_off, dtype=np.int64),
         field_len=np.array(field_len, dtype=np.int64),
@@ -847,14 +852,11 @@ def _block_text(
     dup = np.flatnonzero((word == tokens[np.maximum(slot - 1, 0)]) & (slot > 0))
     tokens[slot[dup]] = vocab.topic_off[top[sp[dup]]] + (word[dup] + 7) % TOPIC_WORDS
 
-    tokens = np.append(tokens, _END)
-    text = " ".join(vocab.words[tokens].tolist())
-    for before, after in ((" .", "."), (" ,", ","), (" :", ":"), (" - ", "-"), (" %", "%")):
-        text = text.replace(before, after)
-    text = text.replace("( ", "(").replace(" )", ")")
-    parts = text.split(" \x00 ")
-    titles = [t[:1].upper() + t[1:] for t in parts[0 : 2 * nb : 2]]
-    return titles, parts[1 : 2 * nb : 2]
+    parts = "".join(vocab.words[tokens].tolist()).split("\x00")
+    # Each part starts with its first word's space; titles get a capital letter.
+    titles = [t[1:2].upper() + t[2:] for t in parts[0 : 2 * nb : 2]]
+    abstracts = [a[1:] for a in parts[1 : 2 * nb : 2]]
+    return titles, abstracts
 
 
 # ----------------------------------------------------------------------------------------
@@ -909,6 +911,24 @@ def _venues() -> list[list[str]]:
     ]
 
 
+# One record, keys in V2020_KEYS order, separators as in the S2ORC release (json.dumps
+# defaults). Every value is pre-formatted JSON: generated text never holds a quote, a
+# backslash or a control character, so plain string formatting gives valid JSON fast.
+_RECORD = (
+    '{"paper_id": "%s", "title": %s, "authors": [%s], "abstract": %s, "year": %s, '
+    '"arxiv_id": %s, "acl_id": %s, "pmc_id": %s, "pubmed_id": %s, "doi": %s, "venue": %s, '
+    '"journal": %s, "mag_id": "%s", "mag_field_of_study": %s, "outbound_citations": [%s], '
+    '"inbound_citations": [%s], "has_outbound_citations": %s, "has_inbound_citations": %s, '
+    '"has_pdf_parse": %s, "s2_url": "https://api.semanticscholar.org/CorpusID:%d"}\n'
+)
+_AUTHOR = '{"first": "%s", "middle": [%s], "last": "%s", "suffix": ""}'
+_BOOL = ("false", "true")
+
+
+def _quoted(value: str | None) -> str:
+    return "null" if value is None else f'"{value}"'
+
+
 class RecordWriter:
     """Builds the JSON lines of blocks of papers from the structure and the graph."""
 
@@ -920,146 +940,182 @@ class RecordWriter:
         self.vocab = vocab
         self.seed = seed
         self.width = _id_width(structure.num_papers)
-        self.journals = _journals()
-        self.venues = _venues()
-        self.encoder = msgspec.json.Encoder()
+        self.journals = [[_quoted(j) for j in names] for names in _journals()]
+        self.venues = [[_quoted(v) for v in names] for names in _venues()]
+        # First names in full, then as initials; middle names: none, then "A." .. "Z.".
+        self.first_pool = np.array(
+            list(FIRST_NAMES) + [f[0] + "." for f in FIRST_NAMES], dtype=object
+        )
+        self.middle_pool = np.array([""] + [f'"{chr(65 + k)}."' for k in range(26)], dtype=object)
+        self.last_pool = np.array(LAST_NAMES, dtype=object)
+        # mag_field_of_study JSON per (field, second field + 1).
+        self.fields_json = [
+            [json.dumps([FIELDS[f]])]
+            + [json.dumps([FIELDS[f], FIELDS[g]]) for g in range(len(FIELDS))]
+            for f in range(len(FIELDS))
+        ]
 
     def block(self, block: int) -> list[dict[str, Any]]:
-        """Records of global text block ``block`` (papers ``[block*B, (block+1)*B)``)."""
+        """Records of global text block ``block``, parsed back into dicts (for tests)."""
+        return [json.loads(line) for line in self.lines(block)]
+
+    def lines(self, block: int) -> list[str]:
+        """JSON lines of global text block ``block`` (papers ``[block*B, (block+1)*B)``).
+
+        Every draw is made for the whole block in a fixed order, so a record depends only on
+        ``(seed, block)`` and never on how papers are split into shards.
+        """
         s, g = self.s, self.g
         lo = block * TEXT_BLOCK
         hi = min(s.num_papers, lo + TEXT_BLOCK)
         nb = hi - lo
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 2, block]))
         titles, abstracts = _block_text(rng, self.vocab, s, lo, hi)
-
-        # Every draw is made for the whole block, in a fixed order, so a record only
-        # depends on (seed, block).
         flags = rng.random((nb, 13))
         ints = rng.integers(0, 1 << 62, size=(nb, 6))
         n_auth = np.clip(1 + rng.poisson(2.3, nb), 1, 25)
         n_auth[flags[:, 0] < 0.01] = 0
         a_tot = int(n_auth.sum())
-        a_first = rng.integers(len(FIRST_NAMES), size=a_tot).tolist()
-        a_last = rng.integers(len(LAST_NAMES), size=a_tot).tolist()
-        a_style = rng.random(a_tot).tolist()
-        a_mid = rng.integers(26, size=a_tot).tolist()
+        a_first = rng.integers(len(FIRST_NAMES), size=a_tot)
+        a_last = rng.integers(len(LAST_NAMES), size=a_tot)
+        a_style = rng.random(a_tot)
+        a_mid = rng.integers(26, size=a_tot)
 
-        year = s.year[lo:hi].tolist()
-        field = s.field[lo:hi].tolist()
-        field2 = s.field2[lo:hi].tolist()
-        out_off = g.out_offsets[lo : hi + 1].tolist()
-        in_off = g.in_offsets[lo : hi + 1].tolist()
-        out_t = g.out_targets[out_off[0] : out_off[-1]].tolist()
-        in_s = g.in_sources[in_off[0] : in_off[-1]].tolist()
-        flags_l = flags.tolist()
-        ints_l = ints.tolist()
-        width = self.width
+        year = s.year[lo:hi].astype(np.int64)
+        field = s.field[lo:hi].astype(np.int64)
+        field2 = s.field2[lo:hi].astype(np.int64)
 
-        records = []
-        ai = 0
-        for j in range(nb):
-            i = lo + j
-            fl = flags_l[j]
-            iv = ints_l[j]
-            y = year[j]
-            f = field[j]
-            f2 = field2[j]
+        # Titles and abstracts, with the prefilter failures S2ORC has.
+        f1, f2 = flags[:, 1], flags[:, 2]
+        title_kind = np.where(
+            f1 < NULL_TITLE_RATE, 0, np.where(f1 < NULL_TITLE_RATE + EMPTY_TITLE_RATE, 1, 2)
+        )
+        title_j = [
+            ("null", '""', f'"{t}"')[k] if k < 2 else f'"{t}"'
+            for k, t in zip(title_kind.tolist(), titles, strict=True)
+        ]
+        short = [f'"{a}"' for a in SHORT_ABSTRACTS]
+        abs_kind = np.where(
+            f2 < NULL_ABSTRACT_RATE,
+            -1,
+            np.where(
+                f2 < NULL_ABSTRACT_RATE + SHORT_ABSTRACT_RATE, ints[:, 0] % len(SHORT_ABSTRACTS), -2
+            ),
+        )
+        abstract_j = [
+            f'"{a}"' if k == -2 else ("null" if k == -1 else short[k])
+            for k, a in zip(abs_kind.tolist(), abstracts, strict=True)
+        ]
+        year_j = np.where(flags[:, 0] > 1.0 - NULL_YEAR_RATE, "null", year.astype(str)).tolist()
 
-            title: str | None = titles[j]
-            if fl[1] < NULL_TITLE_RATE:
-                title = None
-            elif fl[1] < NULL_TITLE_RATE + EMPTY_TITLE_RATE:
-                title = ""
-            abstract: str | None = abstracts[j]
-            if fl[2] < NULL_ABSTRACT_RATE:
-                abstract = None
-            elif fl[2] < NULL_ABSTRACT_RATE + SHORT_ABSTRACT_RATE:
-                abstract = SHORT_ABSTRACTS[iv[0] % len(SHORT_ABSTRACTS)]
-
-            authors = []
-            for _ in range(n_auth[j]):
-                first = FIRST_NAMES[a_first[ai]]
-                style = a_style[ai]
-                if style < 0.15:
-                    first = first[0] + "."
-                middle = [chr(65 + a_mid[ai]) + "."] if style > 0.8 else []
-                authors.append(
-                    {"first": first, "middle": middle, "last": LAST_NAMES[a_last[ai]], "suffix": ""}
-                )
-                ai += 1
-
-            journal = None
-            if fl[3] < 0.7:
-                names = self.journals[f]
-                journal = names[min(len(names) - 1, int(len(names) * fl[4] ** 2))]
-            venue = None
-            if fl[5] < (0.45 if f == _CS else 0.2):
-                venue = self.venues[f][iv[1] % 3]
-            doi = None
-            if fl[6] < 0.6:
-                doi = f"10.{1000 + iv[1] % 9000}/{y}.{iv[2] % 100000:05d}.{iv[3] % 1000}"
-            pubmed = pmc = None
-            if fl[7] < (0.55 if f in _PUBMED_FIELDS else 0.04):
-                pubmed = str(1_000_000 + iv[2] % 31_000_000)
-                if fl[8] < 0.35:
-                    pmc = f"PMC{1_000_000 + iv[3] % 6_000_000}"
-            arxiv = None
-            if f in _ARXIV_FIELDS and y >= 1992 and fl[9] < 0.3:
-                yy, mm, num = y % 100, 1 + iv[4] % 12, iv[5]
-                if y >= 2015:
-                    arxiv = f"{yy:02d}{mm:02d}.{num % 100000:05d}"
-                elif y >= 2007:
-                    arxiv = f"{yy:02d}{mm:02d}.{num % 10000:04d}"
-                else:
-                    arxiv = f"{_OLD_ARXIV[num % len(_OLD_ARXIV)]}/{yy:02d}{mm:02d}{num % 1000:03d}"
-            acl = None
-            if f == _CS and fl[10] < 0.04:
-                acl = f"{'PDEWN'[iv[4] % 5]}{y % 100:02d}-{1000 + iv[5] % 2000}"
-
-            if fl[11] < NULL_FIELDS_RATE:
-                fields = None
-            elif f2 >= 0:
-                fields = [FIELDS[f], FIELDS[f2]]
-            else:
-                fields = [FIELDS[f]]
-
-            outbound = [
-                f"s2-{t:0{width}d}"
-                for t in out_t[out_off[j] - out_off[0] : out_off[j + 1] - out_off[0]]
-            ]
-            inbound = [
-                f"s2-{t:0{width}d}" for t in in_s[in_off[j] - in_off[0] : in_off[j + 1] - in_off[0]]
-            ]
-            records.append(
-                {
-                    "paper_id": f"s2-{i:0{width}d}",
-                    "title": title,
-                    "authors": authors,
-                    "abstract": abstract,
-                    "year": None if fl[0] > 1.0 - NULL_YEAR_RATE else y,
-                    "arxiv_id": arxiv,
-                    "acl_id": acl,
-                    "pmc_id": pmc,
-                    "pubmed_id": pubmed,
-                    "doi": doi,
-                    "venue": venue,
-                    "journal": journal,
-                    "mag_id": str(2_000_000_000 + iv[0] % 1_000_000_000),
-                    "mag_field_of_study": fields,
-                    "outbound_citations": outbound,
-                    "inbound_citations": inbound,
-                    "has_outbound_citations": bool(outbound),
-                    "has_inbound_citations": bool(inbound),
-                    "has_pdf_parse": fl[12] < 0.25,
-                    "s2_url": f"https://api.semanticscholar.org/CorpusID:{i}",
-                }
+        # Authors: one JSON object each, joined per paper below.
+        first_idx = np.where(a_style < 0.15, a_first + len(FIRST_NAMES), a_first)
+        mid_idx = np.where(a_style > 0.8, 1 + a_mid, 0)
+        authors = [
+            _AUTHOR % triple
+            for triple in zip(
+                self.first_pool[first_idx].tolist(),
+                self.middle_pool[mid_idx].tolist(),
+                self.last_pool[a_last].tolist(),
+                strict=True,
             )
-        return records
+        ]
+        a_off = np.concatenate([[0], np.cumsum(n_auth)]).tolist()
+        authors_j = [", ".join(authors[a:b]) for a, b in itertools.pairwise(a_off)]
 
-    def encode_block(self, block: int) -> list[bytes]:
-        """One JSON line (with its newline) per record of ``block``."""
-        return [self.encoder.encode(r) + b"\n" for r in self.block(block)]
+        # Identifiers and venues: most are null, so format only the papers that have one.
+        yl, fl, il = year.tolist(), flags.tolist(), ints.tolist()
+        journal_j = ["null"] * nb
+        venue_j = ["null"] * nb
+        doi_j = ["null"] * nb
+        pubmed_j = ["null"] * nb
+        pmc_j = ["null"] * nb
+        arxiv_j = ["null"] * nb
+        acl_j = ["null"] * nb
+        for j in np.flatnonzero(flags[:, 3] < 0.7).tolist():
+            names = self.journals[field[j]]
+            journal_j[j] = names[min(len(names) - 1, int(len(names) * fl[j][4] ** 2))]
+        venue_rate = np.where(field == _CS, 0.45, 0.2)
+        for j in np.flatnonzero(flags[:, 5] < venue_rate).tolist():
+            venue_j[j] = self.venues[field[j]][il[j][1] % 3]
+        for j in np.flatnonzero(flags[:, 6] < 0.6).tolist():
+            iv = il[j]
+            doi_j[j] = f'"10.{1000 + iv[1] % 9000}/{yl[j]}.{iv[2] % 100000:05d}.{iv[3] % 1000}"'
+        pubmed_rate = np.where(np.isin(field, list(_PUBMED_FIELDS)), 0.55, 0.04)
+        for j in np.flatnonzero(flags[:, 7] < pubmed_rate).tolist():
+            iv = il[j]
+            pubmed_j[j] = f'"{1_000_000 + iv[2] % 31_000_000}"'
+            if fl[j][8] < 0.35:
+                pmc_j[j] = f'"PMC{1_000_000 + iv[3] % 6_000_000}"'
+        arxiv_ok = np.isin(field, list(_ARXIV_FIELDS)) & (year >= 1992) & (flags[:, 9] < 0.3)
+        for j in np.flatnonzero(arxiv_ok).tolist():
+            y, iv = yl[j], il[j]
+            yy, mm, num = y % 100, 1 + iv[4] % 12, iv[5]
+            if y >= 2015:
+                arxiv_j[j] = f'"{yy:02d}{mm:02d}.{num % 100000:05d}"'
+            elif y >= 2007:
+                arxiv_j[j] = f'"{yy:02d}{mm:02d}.{num % 10000:04d}"'
+            else:
+                arxiv_j[j] = (
+                    f'"{_OLD_ARXIV[num % len(_OLD_ARXIV)]}/{yy:02d}{mm:02d}{num % 1000:03d}"'
+                )
+        for j in np.flatnonzero((field == _CS) & (flags[:, 10] < 0.04)).tolist():
+            iv = il[j]
+            acl_j[j] = f'"{"PDEWN"[iv[4] % 5]}{yl[j] % 100:02d}-{1000 + iv[5] % 2000}"'
+        mag_j = (2_000_000_000 + ints[:, 0] % 1_000_000_000).tolist()
+        fields_j = [
+            "null" if null else self.fields_json[f][f2 + 1]
+            for null, f, f2 in zip(
+                (flags[:, 11] < NULL_FIELDS_RATE).tolist(),
+                field.tolist(),
+                field2.tolist(),
+                strict=True,
+            )
+        ]
+
+        # Citations: format every id of the block once, then join slices per paper.
+        id_fmt = f'"s2-%0{self.width}d"'
+        out_off = g.out_offsets[lo : hi + 1]
+        in_off = g.in_offsets[lo : hi + 1]
+        out_ids = [id_fmt % t for t in g.out_targets[out_off[0] : out_off[-1]].tolist()]
+        in_ids = [id_fmt % t for t in g.in_sources[in_off[0] : in_off[-1]].tolist()]
+        out_j = [
+            ", ".join(out_ids[a:b]) for a, b in itertools.pairwise((out_off - out_off[0]).tolist())
+        ]
+        in_j = [
+            ", ".join(in_ids[a:b]) for a, b in itertools.pairwise((in_off - in_off[0]).tolist())
+        ]
+        has_out = [_BOOL[k] for k in (np.diff(out_off) > 0).tolist()]
+        has_in = [_BOOL[k] for k in (np.diff(in_off) > 0).tolist()]
+        pdf = [_BOOL[k] for k in (flags[:, 12] < 0.25).tolist()]
+
+        pid_fmt = f"s2-%0{self.width}d"
+        return [
+            _RECORD % row
+            for row in zip(
+                [pid_fmt % i for i in range(lo, hi)],
+                title_j,
+                authors_j,
+                abstract_j,
+                year_j,
+                arxiv_j,
+                acl_j,
+                pmc_j,
+                pubmed_j,
+                doi_j,
+                venue_j,
+                journal_j,
+                mag_j,
+                fields_j,
+                out_j,
+                in_j,
+                has_out,
+                has_in,
+                pdf,
+                range(lo, hi),
+                strict=True,
+            )
+        ]
 
 
 # ----------------------------------------------------------------------------------------
@@ -1150,13 +1206,14 @@ def generate_corpus(
         for shard, (lo, hi) in enumerate(shard_ranges(num_papers, num_shards)):
             path = shard_path(output_pattern, shard)
             with atomic_path(path) as tmp, _gzip_writer(tmp, compresslevel) as out:
-                for block in range(lo // TEXT_BLOCK, (hi - 1) // TEXT_BLOCK + 1 if hi > lo else 0):
-                    lines = writer.encode_block(block)
-                    b_lo = block * TEXT_BLOCK
-                    out.write(
-                        b"".join(lines[max(lo, b_lo) - b_lo : min(hi, b_lo + TEXT_BLOCK) - b_lo])
-                    )
-                    bar.update(min(hi, b_lo + TEXT_BLOCK) - max(lo, b_lo))
+                # A shard boundary may cut a text block: build the block, keep its slice.
+                for block in range(lo // TEXT_BLOCK, -(-hi // TEXT_BLOCK)):
+                    start = block * TEXT_BLOCK
+                    a, b = max(lo, start) - start, min(hi, start + TEXT_BLOCK) - start
+                    if a >= b:
+                        continue
+                    out.write("".join(writer.lines(block)[a:b]).encode("utf-8"))
+                    bar.update(b - a)
             paths.append(path)
     elapsed = time.perf_counter() - started
     log.info(
