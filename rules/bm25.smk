@@ -6,7 +6,12 @@ BM25 = config["bm25"]
 def bm25_tuning_collections(wildcards):
     """Validation collections that tune k1/b: the smallest pool, or every field."""
     found = collections(wildcards.setup, "valid")
-    if wildcards.setup == "dataset" and found:
+    if not found:
+        raise ValueError(
+            f"bm25.tune.enabled is true but the {wildcards.setup}-level validation split is "
+            "empty: raise sampling.validation sizes or set bm25.tune.enabled: false"
+        )
+    if wildcards.setup == "dataset":
         smallest = min(found, key=lambda item: int(item[0].removeprefix("pool-")))
         found = [smallest]
     return found

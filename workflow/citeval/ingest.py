@@ -451,9 +451,10 @@ def iter_line_chunks(
             yield next_line, carry, 1
 
 
-# A chunk containing any of these may hold blank (whitespace-only) lines, which
-# ``decode_lines`` skips silently and would shift the line numbers.
-_BLANK_HINTS = (b"\n\n", b"\n\r", b"\n ", b"\n\t")
+# A chunk matching this may hold blank (whitespace-only) lines, which ``decode_lines``
+# skips silently and which would shift the line numbers. One regex pass is several times
+# faster than a substring search per pattern.
+_MAYBE_BLANK = re.compile(rb"\n[\n\r \t]")
 
 
 def decode_chunk(
@@ -465,7 +466,7 @@ def decode_chunk(
     blank lines, it is decoded line by line so every problem is located exactly.
     """
     report.lines_read += n_lines
-    if chunk[:1] not in (b"\n", b"\r", b" ", b"\t") and not any(h in chunk for h in _BLANK_HINTS):
+    if chunk[:1] not in (b"\n", b"\r", b" ", b"\t") and not _MAYBE_BLANK.search(chunk):
         try:
             records = decoder.decode_lines(chunk)
         except (msgspec.DecodeError, msgspec.ValidationError):

@@ -661,9 +661,21 @@ def build_citations(structure: Structure, seed: int, *, progress: bool = True) -
 # Vocabulary and text
 # ----------------------------------------------------------------------------------------
 
-# Slot codes in the token arrays (negative so they never clash with vocabulary ids).
-_SLOT_CODES = {"K": -1, "S": -2, "T": -3, "F": -4, "X": -5}
-_CLASS_CODES = {name: -10 - i for i, name in enumerate(WORD_CLASSES)}
+# Template slots become negative tokens, -1 - column. Columns: the paper's subtopic, topic,
+# field and second field vocabularies, three per-paper focus terms, then WORD_CLASSES. A
+# `{K}` (key term) slot resolves to one of the content columns at random.
+_COL_S, _COL_T, _COL_F, _COL_X, _COL_FOCUS = 0, 1, 2, 3, 4
+_FIRST_CLASS_COL = 7
+_SLOT_COLS = {"S": _COL_S, "T": _COL_T, "F": _COL_F, "X": _COL_X} | {
+    name: _FIRST_CLASS_COL + i for i, name in enumerate(WORD_CLASSES)
+}
+_COL_K = _FIRST_CLASS_COL + len(WORD_CLASSES)
+_SLOT_COLS["K"] = _COL_K
+# Key terms: 25% focus terms, 35% subtopic, 30% topic, 10% field words.
+_K_COLS = np.array([_COL_FOCUS, _COL_FOCUS + 1, _COL_FOCUS + 2, _COL_S, _COL_T, _COL_F])
+_K_CUM = np.array([0.25 / 3, 0.5 / 3, 0.25, 0.6, 0.9])
+# Zipf-like skew per column (u ** power): higher powers favour a vocabulary's first words.
+_COL_POWER = np.array([1.6, 1.6, 1.4, 1.4, 1.0, 1.0, 1.0] + [1.2] * len(WORD_CLASSES))
 _SEP = 0  # vocabulary id of the title / abstract separator "\x00"
 # Tokens glued to the word before them. Every other word is stored with a leading space,
 # so a block's text is one "".join with no clean-up passes over the string.
@@ -675,7 +687,7 @@ class Vocabulary:
     """All words in one array; slots index into contiguous per-owner ranges."""
 
     words: np.ndarray  # object array of str, each with its leading space (if any)
-    class_range: dict[int, tuple[int, int]]  # class code -> (offset, length)
+    class_range: list[tuple[int, int]]  # (offset, length) per WORD_CLASSES entry
     field_off: np.ndarray  # int64 per field (English terms + pseudo-words)
     field_len: np.ndarray
     topic_off: np.ndarray  # int64 per topic
@@ -728,9 +740,9 @@ def build_vocabulary(structure: Structure, seed: int) -> Vocabulary:
         for tok in template.split():
             if tok.startswith("{") and tok.endswith("}"):
                 name = tok[1:-1]
-                tokens.append(_SLOT_CODES.get(name, _CLASS_CODES.get(name)))
-                if tokens[-1] is None:
+                if name not in _SLOT_COLS:
                     raise ValueError(f"unknown slot {tok!r} in template {template!r}")
+                tokens.append(-1 - _SLOT_COLS[name])
             else:
                 tokens.append(fixed(tok))
         return tokens
@@ -741,9 +753,9 @@ def build_vocabulary(structure: Structure, seed: int) -> Vocabulary:
     tpl_start = np.concatenate([[0], np.cumsum(tpl_len)[:-1]]).astype(np.int64)
     templates = np.array([tok for t in parsed for tok in t], dtype=np.int32)
 
-    class_range: dict[int, tuple[int, int]] = {}
-    for name, members in WORD_CLASSES.items():
-        class_range[_CLASS_CODES[name]] = (len(words), len(members))
+    class_range: list[tuple[int, int]] = []
+    for members in WORD_CLASSES.values():
+        class_range.append((len(words), len(members)))
         words.extend(members)
 
     taken = {w.lower() for w in words} | {w for terms in FIELD_TERMS.values() for w in terms}
@@ -811,41 +823,30 @@ def _block_text(
     fld = s.field[pid].astype(np.int64)
     fld2 = s.field2[pid].astype(np.int64)
     fld2 = np.where(fld2 >= 0, fld2, fld)
-    # A paper repeats a few focus terms, as real abstracts do.
-    focus = np.stack(
-        [
-            vocab.sub_off[sub] + _zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5),
-            vocab.sub_off[sub] + _zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5),
-            vocab.topic_off[top] + _zipf_index(rng, np.full(nb, TOPIC_WORDS), 1.5),
-        ],
-        axis=1,
-    )
+
+    # Per paper and slot column: where the column's words start and how many there are.
+    n_cols = _FIRST_CLASS_COL + len(WORD_CLASSES)
+    off = np.empty((nb, n_cols), dtype=np.int64)
+    length = np.ones((nb, n_cols), dtype=np.int64)
+    off[:, _COL_S], length[:, _COL_S] = vocab.sub_off[sub], SUBTOPIC_WORDS
+    off[:, _COL_T], length[:, _COL_T] = vocab.topic_off[top], TOPIC_WORDS
+    off[:, _COL_F], length[:, _COL_F] = vocab.field_off[fld], vocab.field_len[fld]
+    off[:, _COL_X], length[:, _COL_X] = vocab.field_off[fld2], vocab.field_len[fld2]
+    # A paper repeats a few focus terms (two subtopic words, one topic word), as real
+    # abstracts do; each focus column holds exactly one word.
+    off[:, _COL_FOCUS] = vocab.sub_off[sub] + _zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5)
+    off[:, _COL_FOCUS + 1] = vocab.sub_off[sub] + _zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5)
+    off[:, _COL_FOCUS + 2] = vocab.topic_off[top] + _zipf_index(rng, np.full(nb, TOPIC_WORDS), 1.5)
+    for col, (start, size) in enumerate(vocab.class_range, start=_FIRST_CLASS_COL):
+        off[:, col], length[:, col] = start, size
 
     slot = np.flatnonzero(tokens < 0)
-    code = tokens[slot]
+    col = -1 - tokens[slot]
     sp = paper[slot]
-    k = code == _SLOT_CODES["K"]
-    r = rng.random(slot.shape[0])
-    code = np.where(k & (r < 0.25), 0, code)  # 0: focus term
-    code = np.where(k & (r >= 0.25) & (r < 0.6), _SLOT_CODES["S"], code)
-    code = np.where(k & (r >= 0.6) & (r < 0.9), _SLOT_CODES["T"], code)
-    code = np.where(k & (r >= 0.9), _SLOT_CODES["F"], code)
-
+    is_k = col == _COL_K
+    col[is_k] = _K_COLS[np.searchsorted(_K_CUM, rng.random(int(is_k.sum())), side="right")]
     u = rng.random(slot.shape[0])
-    word = np.zeros(slot.shape[0], dtype=np.int64)
-    m = code == 0
-    word[m] = focus[sp[m], (u[m] * 3).astype(np.int64)]
-    m = code == _SLOT_CODES["S"]
-    word[m] = vocab.sub_off[sub[sp[m]]] + (SUBTOPIC_WORDS * u[m] ** 1.6).astype(np.int64)
-    m = code == _SLOT_CODES["T"]
-    word[m] = vocab.topic_off[top[sp[m]]] + (TOPIC_WORDS * u[m] ** 1.6).astype(np.int64)
-    for c, owner in ((_SLOT_CODES["F"], fld), (_SLOT_CODES["X"], fld2)):
-        m = code == c
-        f = owner[sp[m]]
-        word[m] = vocab.field_off[f] + (vocab.field_len[f] * u[m] ** 1.4).astype(np.int64)
-    for c, (off, length) in vocab.class_range.items():
-        m = code == c
-        word[m] = off + (length * u[m] ** 1.2).astype(np.int64)
+    word = off[sp, col] + (length[sp, col] * u ** _COL_POWER[col]).astype(np.int64)
     tokens[slot] = word
     # Avoid "X X" when two content slots in a row draw the same word (slot 0 never
     # repeats: every piece starts with a fixed word or follows the separator).
