@@ -101,7 +101,7 @@ def tiny_st_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
     transformer = Transformer(str(tiny_bert_dir))
-    pooling = Pooling(transformer.get_word_embedding_dimension(), pooling_mode="cls")
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="cls")
     directory = tmp_path_factory.mktemp("tiny-st")
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(directory))
     return directory

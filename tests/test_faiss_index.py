@@ -11,15 +11,15 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-import pytest  # noqa: E402
-from citeval import retrieve  # noqa: E402
-from citeval.errors import InputDataError  # noqa: E402
-from citeval.faiss_index import (  # noqa: E402
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from citeval import retrieve
+from citeval.errors import InputDataError
+from citeval.faiss_index import (
     EmbeddingStore,
     IndexSpec,
     build_index,
@@ -28,8 +28,8 @@ from citeval.faiss_index import (  # noqa: E402
     search,
     set_num_threads,
 )
-from citeval.io import write_json  # noqa: E402
-from citeval.trec import read_run  # noqa: E402
+from citeval.io import write_json
+from citeval.trec import read_run
 
 DIM = 24
 
@@ -69,15 +69,14 @@ def random_vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal((n, dim)) / np.sqrt(dim)).astype(np.float32)
 
 
-def brute_force(queries: np.ndarray, base: np.ndarray, k: int, similarity: str) -> tuple[np.ndarray, np.ndarray]:
+def brute_force(
+    queries: np.ndarray, base: np.ndarray, k: int, similarity: str
+) -> tuple[np.ndarray, np.ndarray]:
     q, b = queries.astype(np.float64), base.astype(np.float64)
     if similarity == "cosine":
         q = q / np.linalg.norm(q, axis=1, keepdims=True)
         b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    if similarity == "l2":
-        scores = -((q[:, None, :] - b[None, :, :]) ** 2).sum(-1)
-    else:
-        scores = q @ b.T
+    scores = -((q[:, None, :] - b[None, :, :]) ** 2).sum(-1) if similarity == "l2" else q @ b.T
     order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
     return np.take_along_axis(scores, order, axis=1), order
 
@@ -118,10 +117,29 @@ def test_store_order_does_not_depend_on_shard_layout(tmp_path: Path) -> None:
     np.testing.assert_array_equal(a.gather(sel_a, progress=False), b.gather(sel_b, progress=False))
 
 
+def test_gather_with_interleaved_shards(tmp_path: Path) -> None:
+    """Selection order alternates shards (even ids in one, odd in the other)."""
+    ids = paper_ids(12)
+    vectors = random_vectors(12, 5)
+    order = [*range(0, 12, 2), *range(1, 12, 2)]
+    stored = write_store(tmp_path / "emb", [ids[i] for i in order], vectors[order], num_shards=2)
+    store = EmbeddingStore(tmp_path / "emb")
+    selection = store.locate(ids)
+    assert selection.shard.tolist() == [0, 1] * 6
+    expected = stored[np.argsort(order)]
+    for chunk_rows in (1, 3, 5, 100):
+        gathered = store.gather(selection, chunk_rows=chunk_rows, progress=False)
+        np.testing.assert_array_equal(gathered, expected)
+        chunks = [
+            c.copy() for _, c in store.iter_chunks(selection, chunk_rows=chunk_rows, progress=False)
+        ]
+        np.testing.assert_array_equal(np.concatenate(chunks), expected)
+
+
 def test_locate_reports_missing_and_duplicate_papers(tmp_path: Path) -> None:
     write_store(tmp_path / "emb", paper_ids(10), random_vectors(10, 0), num_shards=2)
     store = EmbeddingStore(tmp_path / "emb")
-    with pytest.raises(InputDataError, match="1 of 2 papers have no vector.*nope"):
+    with pytest.raises(InputDataError, match=r"1 of 2 papers have no vector.*nope"):
         store.locate(["p00001", "nope"])
     write_store(tmp_path / "dup", ["a", "b", "a"], random_vectors(3, 0), num_shards=1)
     with pytest.raises(InputDataError, match="more than once"):
@@ -157,7 +175,9 @@ def test_ivf_and_hnsw_recall_report(tmp_path: Path) -> None:
     store = EmbeddingStore(tmp_path / "emb")
     selection = store.locate(ids)
     queries = random_vectors(40, 6)
-    assert ivf_nlist_for(2000, 1024) == 179 and ivf_nlist_for(10, 4) == 4 and ivf_nlist_for(3, 8) == 3
+    assert (
+        ivf_nlist_for(2000, 1024) == 179 and ivf_nlist_for(10, 4) == 4 and ivf_nlist_for(3, 8) == 3
+    )
 
     generous = IndexSpec(kind="ivf", ivf_nlist=16, ivf_nprobe=16, seed=1)
     built = build_index(store, selection, "ip", generous, progress=False)
@@ -187,8 +207,12 @@ def test_ivf_build_is_deterministic(tmp_path: Path) -> None:
     selection = store.locate(ids)
     queries = random_vectors(10, 8)
     spec = IndexSpec(kind="ivf", ivf_nlist=32, ivf_nprobe=2, seed=11)
-    first = search(build_index(store, selection, "ip", spec, progress=False), queries, 5, progress=False)
-    second = search(build_index(store, selection, "ip", spec, progress=False), queries, 5, progress=False)
+    first = search(
+        build_index(store, selection, "ip", spec, progress=False), queries, 5, progress=False
+    )
+    second = search(
+        build_index(store, selection, "ip", spec, progress=False), queries, 5, progress=False
+    )
     np.testing.assert_array_equal(first[1], second[1])
     np.testing.assert_array_equal(first[0], second[0])
 
@@ -196,24 +220,30 @@ def test_ivf_build_is_deterministic(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- retrieve CLI
 
 
-def write_collection(root: Path, query_ids: list[str], pool_ids: list[str], group: str = "pool-x") -> tuple[Path, Path]:
+def write_collection(
+    root: Path, query_ids: list[str], pool_ids: list[str], group: str = "pool-x"
+) -> tuple[Path, Path]:
     queries = root / "queries.parquet"
     pools = root / "pools.parquet"
     pq.write_table(pa.table({"group": [group] * len(query_ids), "query_id": query_ids}), queries)
     # A second rep with another pool must not leak into rep 0.
     pq.write_table(
-        pa.table({
-            "group": [group] * (len(pool_ids) + 1),
-            "rep": pa.array([0] * len(pool_ids) + [1], pa.int16()),
-            "paper_id": [*pool_ids, query_ids[0]],
-        }),
+        pa.table(
+            {
+                "group": [group] * (len(pool_ids) + 1),
+                "rep": pa.array([0] * len(pool_ids) + [1], pa.int16()),
+                "paper_id": [*pool_ids, query_ids[0]],
+            }
+        ),
         pools,
     )
     return queries, pools
 
 
 @pytest.mark.parametrize("similarity", ["ip", "l2"])
-def test_retrieve_cli_flat_matches_brute_force_and_skips_self(tmp_path: Path, similarity: str) -> None:
+def test_retrieve_cli_flat_matches_brute_force_and_skips_self(
+    tmp_path: Path, similarity: str
+) -> None:
     ids = paper_ids(120)
     stored = write_store(tmp_path / "emb", ids, random_vectors(120, 9), num_shards=3)
     pool_ids = ids[:100]
@@ -234,7 +264,9 @@ def test_retrieve_cli_flat_matches_brute_force_and_skips_self(tmp_path: Path, si
         assert len(docs) == 15 and qid not in docs
         q = stored[ids.index(qid)][None]
         candidates = [p for p in pool_ids if p != qid]
-        ref_scores, ref_order = brute_force(q, stored[[ids.index(p) for p in candidates]], 15, similarity)
+        ref_scores, ref_order = brute_force(
+            q, stored[[ids.index(p) for p in candidates]], 15, similarity
+        )
         ranked = sorted(docs, key=lambda d: -docs[d])
         assert ranked == [candidates[i] for i in ref_order[0]]
         np.testing.assert_allclose([docs[d] for d in ranked], ref_scores[0], rtol=1e-5, atol=1e-5)
@@ -252,11 +284,29 @@ def test_retrieve_cli_ivf_writes_recall_and_rejects_wrong_pooling(tmp_path: Path
         "--output", str(tmp_path / "run.trec"), "--tag", "m", "--no-progress",
     ]  # fmt: skip
     recall = tmp_path / "recall.json"
-    assert retrieve.main([*base, "--pooling", "mean", "--index", "ivf", "--ivf-nlist", "8",
-                          "--ivf-nprobe", "8", "--recall-report", str(recall)]) == 0
+    assert (
+        retrieve.main(
+            [
+                *base,
+                "--pooling",
+                "mean",
+                "--index",
+                "ivf",
+                "--ivf-nlist",
+                "8",
+                "--ivf-nprobe",
+                "8",
+                "--recall-report",
+                str(recall),
+            ]
+        )
+        == 0
+    )
     report = json.loads(recall.read_text())
     assert report["recall"]["recall_mean"] == pytest.approx(1.0)
-    assert all(len(docs) == 10 and qid not in docs for qid, docs in read_run(tmp_path / "run.trec").items())
+    assert all(
+        len(docs) == 10 and qid not in docs for qid, docs in read_run(tmp_path / "run.trec").items()
+    )
     assert retrieve.main([*base, "--pooling", "aspire"]) == 2
 
 
@@ -285,10 +335,7 @@ def brute_force_maxsim(
         p = stored[rows == paper].astype(np.float64)
         if similarity == "cosine":
             p /= np.linalg.norm(p, axis=1, keepdims=True)
-        if similarity == "l2":
-            sims = -((q[:, None, :] - p[None, :, :]) ** 2).sum(-1)
-        else:
-            sims = q @ p.T
+        sims = -((q[:, None, :] - p[None, :, :]) ** 2).sum(-1) if similarity == "l2" else q @ p.T
         scores[paper] = float(sims.max())
     return scores
 
@@ -302,12 +349,19 @@ def brute_force_maxsim(
         ("cosine", ["--aspire-mode", "hits", "--aspire-hits", "3", "--aspire-max-hits", "100000"]),
     ],
 )
-def test_aspire_maxsim_equals_brute_force(tmp_path: Path, similarity: str, extra: list[str]) -> None:
+def test_aspire_maxsim_equals_brute_force(
+    tmp_path: Path, similarity: str, extra: list[str]
+) -> None:
     ids, sentences, vectors = multi_vector_corpus(80, 12)
     # Shuffle the store rows: the selection must regroup each paper's sentences.
     perm = np.random.default_rng(0).permutation(len(ids))
-    write_store(tmp_path / "emb", [ids[i] for i in perm], vectors[perm],
-                sentences=[sentences[i] for i in perm], num_shards=3)
+    write_store(
+        tmp_path / "emb",
+        [ids[i] for i in perm],
+        vectors[perm],
+        sentences=[sentences[i] for i in perm],
+        num_shards=3,
+    )
     stored = vectors.astype(np.float16).astype(np.float32)
     papers = paper_ids(80)
     pool_ids, query_ids = papers[:70], papers[60:75]
@@ -329,8 +383,9 @@ def test_aspire_maxsim_equals_brute_force(tmp_path: Path, similarity: str, extra
         docs = run[qid]
         assert qid not in docs
         assert sorted(docs, key=lambda d: -docs[d]) == top
-        np.testing.assert_allclose([docs[d] for d in top], [expected[d] for d in top],
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            [docs[d] for d in top], [expected[d] for d in top], rtol=1e-5, atol=1e-5
+        )
     written = json.loads(report.read_text())
     if "hits" in extra:
         assert written["uncertified_queries"] == 0 and written["certified_queries"] == 15
@@ -343,8 +398,20 @@ def test_aspire_hits_with_small_k_prime_is_approximate_but_reported(tmp_path: Pa
     pool = store.locate(paper_ids(60))
     queries = store.locate(paper_ids(10))
     spec = IndexSpec(kind="flat")
-    run, report = retrieve.retrieve_aspire(store, pool, queries, similarity="ip", k=20, spec=spec,
-                                           mode="hits", hits=1, max_hits=1, progress=False)
+    run, report = retrieve.retrieve_aspire(
+        store,
+        pool,
+        queries,
+        similarity="ip",
+        k=20,
+        spec=spec,
+        mode="hits",
+        hits=1,
+        max_hits=1,
+        progress=False,
+    )
     assert report["certified_queries"] + report["uncertified_queries"] == 10
     assert report["uncertified_queries"] > 0
-    assert all(qid not in docs and len(docs) <= 20 + retrieve.TIE_MARGIN for qid, docs in run.items())
+    assert all(
+        qid not in docs and len(docs) <= 20 + retrieve.TIE_MARGIN for qid, docs in run.items()
+    )

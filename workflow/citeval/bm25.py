@@ -165,11 +165,11 @@ def iter_pool_papers(
     pools = _require_file(pools_path, "pools file")
     pool_ids = 'SELECT paper_id FROM read_parquet(?) WHERE "group" = ? AND rep = ?'
     _check_all_found(con, pool_ids, [pools, group, rep], papers, f"papers of pool {group}")
-    reader = con.execute(
+    reader = con.sql(
         "SELECT paper_id, title, abstract FROM read_parquet(?) "
         f"WHERE paper_id IN ({pool_ids}) ORDER BY paper_id",
-        [papers, pools, group, rep],
-    ).fetch_record_batch(batch_rows)
+        params=[papers, pools, group, rep],
+    ).to_arrow_reader(batch_rows)
     yield from reader
 
 
@@ -223,7 +223,7 @@ def build_pool_index(
     faster but in a scheduling-dependent order; BM25 statistics are unchanged, but float
     sums may then differ in the last bit.
     """
-    lucene.start_jvm(processors=threads)
+    lucene.start_jvm()
     con = _connect(threads, memory_limit)
     n_pool = count_pool(con, pools_path, group, rep)
     index_path = Path(index_dir)

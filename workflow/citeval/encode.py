@@ -136,16 +136,21 @@ def iter_paper_chunks(
         connection.register("wanted", pa.table({"paper_id": ids}))
         # The BETWEEN bounds let DuckDB skip row groups outside the shard's id range by
         # their min/max statistics; the semi-join then keeps the wanted rows only.
-        reader = connection.execute(
+        # A relation streams its result; a DB-API cursor's Arrow output would copy it all.
+        reader = connection.sql(
             """
             SELECT p.paper_id, p.title, p.abstract
-            FROM read_parquet(?) AS p
-            WHERE p.paper_id BETWEEN ? AND ?
+            FROM read_parquet($files) AS p
+            WHERE p.paper_id BETWEEN $first AND $last
               AND p.paper_id IN (SELECT paper_id FROM wanted)
             ORDER BY p.paper_id
             """,
-            [[str(file) for file in files], ids[0].as_py(), ids[-1].as_py()],
-        ).fetch_record_batch(chunk_size)
+            params={
+                "files": [str(file) for file in files],
+                "first": ids[0].as_py(),
+                "last": ids[-1].as_py(),
+            },
+        ).to_arrow_reader(batch_size=chunk_size)
         expected = 0
         pending: list[pa.RecordBatch] = []
         pending_rows = 0

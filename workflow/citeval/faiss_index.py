@@ -154,18 +154,6 @@ class Selection:
         found = self.paper_ids[pos] == wanted
         return np.where(found, pos, -1).astype(np.int64)
 
-    def take_rows(self, rows: np.ndarray) -> Selection:
-        """A selection of some rows (``rows`` sorted), keeping whole papers only."""
-        keep_papers = np.unique(self.row_paper()[rows])
-        counts = np.diff(self.offsets)[keep_papers]
-        return Selection(
-            paper_ids=self.paper_ids[keep_papers],
-            offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-            shard=self.shard[rows],
-            row=self.row[rows],
-            sentences=None if self.sentences is None else self.sentences[rows],
-        )
-
 
 class EmbeddingStore:
     """Read-only view of one model's embedding shards.
@@ -191,9 +179,13 @@ class EmbeddingStore:
                 raise InputDataError("shard has no id table " + ids_path.name, path=str(path))
             array = np.load(path, mmap_mode="r")
             if array.ndim != 2:
-                raise InputDataError(f"expected a 2-d array, got shape {array.shape}", path=str(path))
+                raise InputDataError(
+                    f"expected a 2-d array, got shape {array.shape}", path=str(path)
+                )
             if array.dtype not in (np.float16, np.float32):
-                raise InputDataError(f"expected float16 or float32, got {array.dtype}", path=str(path))
+                raise InputDataError(
+                    f"expected float16 or float32, got {array.dtype}", path=str(path)
+                )
             meta = pq.ParquetFile(ids_path)
             n_ids = meta.metadata.num_rows
             if n_ids != array.shape[0]:
@@ -211,7 +203,9 @@ class EmbeddingStore:
         if not shards:
             raise InputDataError("no shard-NNNNN.npy files", path=str(self.directory))
         if len(dims) > 1:
-            raise InputDataError(f"shards disagree on the dimension: {sorted(dims)}", path=str(self.directory))
+            raise InputDataError(
+                f"shards disagree on the dimension: {sorted(dims)}", path=str(self.directory)
+            )
         if len(sentence_flags) > 1:
             raise InputDataError(
                 "some id tables have a sentence column and some do not", path=str(self.directory)
@@ -297,27 +291,30 @@ class EmbeddingStore:
         normalize: bool = False,
         cache: dict[int, np.ndarray] | None = None,
     ) -> None:
-        """Copy selection rows ``[start, stop)`` as float32 into ``dest`` (shape ``(stop-start, d)``).
+        """Copy selection rows ``[start, stop)`` into ``dest``, float32 ``(stop - start, d)``.
 
         ``cache`` keeps the last opened memory map between calls of one pass.
         """
         shards = selection.shard[start:stop]
         rows = selection.row[start:stop]
         cache = {} if cache is None else cache
-        for shard in np.unique(shards):
+        present = np.unique(shards)
+        for shard in present:
             shard = int(shard)
             if shard not in cache:
                 cache.clear()  # at most one shard mapped: its pages leave RSS when unmapped
                 cache[shard] = self.vectors(shard)
             array = cache[shard]
-            if len(shards) and shards[0] == shards[-1] == shard:
+            mask: slice | np.ndarray
+            if len(present) == 1:
                 mask = slice(None)
                 shard_rows = rows
             else:
                 mask = shards == shard
                 shard_rows = rows[mask]
-            contiguous = len(shard_rows) > 0 and shard_rows[-1] - shard_rows[0] == len(shard_rows) - 1
-            if contiguous and np.all(np.diff(shard_rows) == 1):
+            # The usual case (store sorted like the selection) is a plain slice of the map;
+            # fancy indexing would first copy the rows into a temporary.
+            if len(shard_rows) and np.all(np.diff(shard_rows) == 1):
                 source = array[shard_rows[0] : shard_rows[-1] + 1]
             else:
                 source = array[shard_rows]
@@ -336,16 +333,17 @@ class EmbeddingStore:
         normalize: bool = False,
         progress: bool = True,
         desc: str = "read vectors",
-        rows: tuple[int, int] | None = None,
     ) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, float32 chunk)`` over the selection rows in order.
 
         The chunk buffer is reused: consume (or copy) it before asking for the next one.
         """
-        first, last = rows if rows is not None else (0, len(selection))
-        buffer = np.empty((min(chunk_rows, max(last - first, 1)), self.dim), dtype=np.float32)
+        first, last = 0, len(selection)
+        buffer = np.empty((min(chunk_rows, max(last, 1)), self.dim), dtype=np.float32)
         cache: dict[int, np.ndarray] = {}
-        with tqdm(total=last - first, desc=desc, unit="vec", disable=not progress, mininterval=5) as bar:
+        with tqdm(
+            total=last - first, desc=desc, unit="vec", disable=not progress, mininterval=5
+        ) as bar:
             for start in range(first, last, chunk_rows):
                 stop = min(start + chunk_rows, last)
                 chunk = buffer[: stop - start]
@@ -375,10 +373,14 @@ class EmbeddingStore:
         elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}")
         cache: dict[int, np.ndarray] = {}
-        with tqdm(total=shape[0], desc=desc, unit="vec", disable=not progress, mininterval=5) as bar:
+        with tqdm(
+            total=shape[0], desc=desc, unit="vec", disable=not progress, mininterval=5
+        ) as bar:
             for start in range(0, shape[0], chunk_rows):
                 stop = min(start + chunk_rows, shape[0])
-                self.read_into(selection, start, stop, out[start:stop], normalize=normalize, cache=cache)
+                self.read_into(
+                    selection, start, stop, out[start:stop], normalize=normalize, cache=cache
+                )
                 bar.update(stop - start)
         return out
 
@@ -467,13 +469,21 @@ def build_index(
     metric = faiss_metric(similarity)
     n, dim = len(selection), store.dim
     if n == 0:
-        raise InputDataError("cannot build an index over an empty selection", path=str(store.directory))
+        raise InputDataError(
+            "cannot build an index over an empty selection", path=str(store.directory)
+        )
     started = time.perf_counter()
     params: dict[str, Any] = {}
     if spec.kind == "flat":
         index, storage = allocate_flat_index(dim, n, similarity)
-        store.gather(selection, out=storage, normalize=normalize, chunk_rows=chunk_rows,
-                     progress=progress, desc="flat index")
+        store.gather(
+            selection,
+            out=storage,
+            normalize=normalize,
+            chunk_rows=chunk_rows,
+            progress=progress,
+            desc="flat index",
+        )
         del storage
     elif spec.kind == "ivf":
         nlist = ivf_nlist_for(n, spec.ivf_nlist)
@@ -487,37 +497,62 @@ def build_index(
         n_train = min(n, nlist * spec.train_points_per_list)
         rng = np.random.default_rng(spec.seed)
         train_rows = np.sort(rng.choice(n, size=n_train, replace=False))
-        train = store.gather(selection_rows(selection, train_rows), normalize=normalize,
-                             chunk_rows=chunk_rows, progress=progress, desc="IVF training sample")
+        train = store.gather(
+            selection_rows(selection, train_rows),
+            normalize=normalize,
+            chunk_rows=chunk_rows,
+            progress=progress,
+            desc="IVF training sample",
+        )
         log.info("training IVF (nlist=%d) on %d vectors (seed %d)", nlist, n_train, spec.seed)
         index.train(train)
         del train
-        for _, chunk in store.iter_chunks(selection, chunk_rows=chunk_rows, normalize=normalize,
-                                          progress=progress, desc="IVF add"):
+        for _, chunk in store.iter_chunks(
+            selection, chunk_rows=chunk_rows, normalize=normalize, progress=progress, desc="IVF add"
+        ):
             index.add(chunk)
         index.nprobe = nprobe
-        params = {"nlist": nlist, "nlist_requested": spec.ivf_nlist, "nprobe": nprobe,
-                  "train_size": n_train, "seed": spec.seed}
+        params = {
+            "nlist": nlist,
+            "nlist_requested": spec.ivf_nlist,
+            "nprobe": nprobe,
+            "train_size": n_train,
+            "seed": spec.seed,
+        }
     else:
         index = faiss.IndexHNSWFlat(dim, spec.hnsw_m, metric)
         index.hnsw.efConstruction = spec.hnsw_ef_construction
         index.hnsw.efSearch = spec.hnsw_ef_search
-        for _, chunk in store.iter_chunks(selection, chunk_rows=chunk_rows, normalize=normalize,
-                                          progress=progress, desc="HNSW add"):
+        for _, chunk in store.iter_chunks(
+            selection,
+            chunk_rows=chunk_rows,
+            normalize=normalize,
+            progress=progress,
+            desc="HNSW add",
+        ):
             index.add(chunk)
-        params = {"m": spec.hnsw_m, "ef_search": spec.hnsw_ef_search,
-                  "ef_construction": spec.hnsw_ef_construction}
-    built = BuiltIndex(index=index, kind=spec.kind, similarity=similarity, ntotal=n, dim=dim,
-                       params=params)
+        params = {
+            "m": spec.hnsw_m,
+            "ef_search": spec.hnsw_ef_search,
+            "ef_construction": spec.hnsw_ef_construction,
+        }
+    built = BuiltIndex(
+        index=index, kind=spec.kind, similarity=similarity, ntotal=n, dim=dim, params=params
+    )
     built = maybe_to_gpu(built, use_gpu)
     built.build_seconds = time.perf_counter() - started
-    log.info("built %s index of %d vectors in %.1f s%s", spec.kind, n, built.build_seconds,
-             " (GPU)" if built.on_gpu else "")
+    log.info(
+        "built %s index of %d vectors in %.1f s%s",
+        spec.kind,
+        n,
+        built.build_seconds,
+        " (GPU)" if built.on_gpu else "",
+    )
     return built
 
 
 def selection_rows(selection: Selection, rows: np.ndarray) -> Selection:
-    """Rows ``rows`` of ``selection`` as a selection for reading only (paper bookkeeping dropped)."""
+    """Rows ``rows`` of ``selection``, for reading only (without the paper bookkeeping)."""
     return Selection(
         paper_ids=np.empty(0, dtype=object),
         offsets=np.zeros(1, dtype=np.int64),
@@ -595,9 +630,13 @@ def exact_search_streaming(
     metric = faiss_metric(similarity)
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     heap = faiss.ResultHeap(len(queries), k, keep_max=True)
-    for start, chunk in store.iter_chunks(selection, chunk_rows=chunk_rows,
-                                          normalize=needs_normalization(similarity),
-                                          progress=progress, desc="exact ground truth"):
+    for start, chunk in store.iter_chunks(
+        selection,
+        chunk_rows=chunk_rows,
+        normalize=needs_normalization(similarity),
+        progress=progress,
+        desc="exact ground truth",
+    ):
         kk = min(k, len(chunk))
         distances, ids = faiss.knn(queries, chunk, kk, metric=metric)
         if metric == faiss.METRIC_L2:
@@ -611,7 +650,7 @@ def exact_search_streaming(
 
 
 def recall_at_k(approx: np.ndarray, exact: np.ndarray, k: int) -> np.ndarray:
-    """Per-query recall@k: the share of the exact top-``k`` labels found in the approximate top-``k``.
+    """Per-query recall@k: share of the exact top-``k`` labels in the approximate top ``k``.
 
     Padding labels (-1) are ignored; a query with no exact neighbours scores 1.
     """
@@ -651,31 +690,55 @@ def recall_report(
         "build_seconds": round(built.build_seconds, 3),
     }
     if built.exact or len(queries) == 0 or k == 0:
-        report.update({"exact": built.exact, "n_queries": 0 if not built.exact else len(queries),
-                       "recall_mean": 1.0, "recall_min": 1.0})
+        report.update(
+            {
+                "exact": built.exact,
+                "n_queries": 0 if not built.exact else len(queries),
+                "recall_mean": 1.0,
+                "recall_min": 1.0,
+            }
+        )
         return report
     picked = np.arange(len(queries))
     if 0 < sample < len(queries):
-        picked = np.sort(np.random.default_rng(seed).choice(len(queries), size=sample, replace=False))
+        picked = np.sort(
+            np.random.default_rng(seed).choice(len(queries), size=sample, replace=False)
+        )
     subset = np.ascontiguousarray(queries[picked])
     started = time.perf_counter()
-    _, approx = search(built, subset, k, batch_size=batch_size, progress=progress,
-                       desc="approximate search (recall)")
+    _, approx = search(
+        built,
+        subset,
+        k,
+        batch_size=batch_size,
+        progress=progress,
+        desc="approximate search (recall)",
+    )
     approx_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    _, exact = exact_search_streaming(store, selection, subset, k, built.similarity, progress=progress)
+    _, exact = exact_search_streaming(
+        store, selection, subset, k, built.similarity, progress=progress
+    )
     exact_seconds = time.perf_counter() - started
     values = recall_at_k(approx, exact, k)
-    report.update({
-        "exact": False,
-        "n_queries": len(picked),
-        "sample_seed": seed,
-        "recall_mean": float(values.mean()),
-        "recall_min": float(values.min()),
-        "recall_quantiles": {str(q): float(np.quantile(values, q)) for q in (0.05, 0.25, 0.5)},
-        "approx_qps": round(len(picked) / approx_seconds, 3) if approx_seconds > 0 else None,
-        "exact_qps": round(len(picked) / exact_seconds, 3) if exact_seconds > 0 else None,
-    })
-    log.info("%s recall@%d = %.4f (min %.4f) over %d queries", built.kind, k,
-             report["recall_mean"], report["recall_min"], len(picked))
+    report.update(
+        {
+            "exact": False,
+            "n_queries": len(picked),
+            "sample_seed": seed,
+            "recall_mean": float(values.mean()),
+            "recall_min": float(values.min()),
+            "recall_quantiles": {str(q): float(np.quantile(values, q)) for q in (0.05, 0.25, 0.5)},
+            "approx_qps": round(len(picked) / approx_seconds, 3) if approx_seconds > 0 else None,
+            "exact_qps": round(len(picked) / exact_seconds, 3) if exact_seconds > 0 else None,
+        }
+    )
+    log.info(
+        "%s recall@%d = %.4f (min %.4f) over %d queries",
+        built.kind,
+        k,
+        report["recall_mean"],
+        report["recall_min"],
+        len(picked),
+    )
     return report

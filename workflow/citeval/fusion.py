@@ -61,9 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m citeval.fusion",
         description="Reciprocal rank fusion of TREC runs.",
     )
-    parser.add_argument("--runs", required=True, nargs="+", type=Path, help="TREC runs to fuse (2 or more)")
+    parser.add_argument(
+        "--runs", required=True, nargs="+", type=Path, help="TREC runs to fuse (2 or more)"
+    )
     parser.add_argument("--k", type=int, default=60, help="RRF constant k (default 60)")
-    parser.add_argument("--depth", type=int, default=500, help="documents kept per query (default 500)")
+    parser.add_argument(
+        "--depth", type=int, default=500, help="documents kept per query (default 500)"
+    )
     parser.add_argument("--output", required=True, type=Path, help="fused TREC run to write")
     parser.add_argument("--tag", default="rrf", help="run tag (default rrf)")
     return parser
@@ -81,8 +85,14 @@ def command(args: argparse.Namespace) -> None:
         runs.append(run)
     fused = reciprocal_rank_fusion(runs, k=args.k, depth=args.depth)
     write_run(fused, args.output, args.tag, k=args.depth)
-    log.info("wrote %s: %d queries fused from %d runs (k=%d, depth=%d)", args.output, len(fused),
-             len(runs), args.k, args.depth)
+    log.info(
+        "wrote %s: %d queries fused from %d runs (k=%d, depth=%d)",
+        args.output,
+        len(fused),
+        len(runs),
+        args.k,
+        args.depth,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

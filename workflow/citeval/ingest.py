@@ -14,7 +14,7 @@ magic bytes — or ``.parquet``) into a staging directory::
 
     <staging>/shard.json             per-shard report (see ``ShardReport``)
     <staging>/papers/part-NNNNN.parquet     paper_id, title, abstract, year, fields, _line
-    <staging>/edges/part-NNNNN.parquet      citing_id, cited_id, _line
+    <staging>/edges/part-NNNNN.parquet      citing_id, cited_id
     <staging>/abstracts/part-NNNNN.parquet  paper_id, abstract, _line   (s2ag-abstracts)
 
 ``_line`` is the 1-based line (JSON) or row (parquet) number of the source record; the
@@ -135,9 +135,8 @@ STAGE_PAPERS_SCHEMA = pa.schema(
         ("_line", pa.int64()),
     ]
 )
-STAGE_EDGES_SCHEMA = pa.schema(
-    [("citing_id", pa.string()), ("cited_id", pa.string()), ("_line", pa.int64())]
-)
+# Edges carry no _line: no error ever points at one, and they outnumber papers 10-30x.
+STAGE_EDGES_SCHEMA = pa.schema([("citing_id", pa.string()), ("cited_id", pa.string())])
 STAGE_ABSTRACTS_SCHEMA = pa.schema(
     [("paper_id", pa.string()), ("abstract", pa.string()), ("_line", pa.int64())]
 )
@@ -301,9 +300,10 @@ def classify_error(error: Exception) -> tuple[str, str | None]:
 class PartWriter:
     """Write record batches as ``part-NNNNN.parquet`` files of ``rows_per_part`` rows.
 
-    Batches are re-cut into row groups of exactly ``row_group_size`` rows (the last one of a
-    part or of the table may be shorter) and combined into one contiguous chunk before
-    writing, so the bytes depend only on the rows, never on how a producer batched them.
+    With ``fixed_row_groups`` (the canonical tables), batches are re-cut into row groups of
+    exactly ``row_group_size`` rows (the last one of a part or of the table may be shorter)
+    and combined into one contiguous chunk before writing, so the bytes depend only on the
+    rows, never on how a producer batched them.
     """
 
     def __init__(
@@ -314,8 +314,10 @@ class PartWriter:
         rows_per_part: int,
         row_group_size: int,
         options: dict[str, Any],
+        fixed_row_groups: bool = True,
     ) -> None:
         self.directory = directory
+        self.fixed_row_groups = fixed_row_groups
         self.schema = schema
         self.rows_per_part = rows_per_part
         self.row_group_size = max(1, min(row_group_size, rows_per_part))
@@ -334,6 +336,9 @@ class PartWriter:
             return
         if batch.schema != self.schema:
             batch = batch.cast(self.schema)
+        if not self.fixed_row_groups:
+            self._write_direct(batch)
+            return
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         while self._pending_rows >= self._next_size():
@@ -356,6 +361,18 @@ class PartWriter:
             self.null_counts[name] += chunk.column(name).null_count
         self._part_rows += size
         self.rows += size
+        if self._part_rows >= self.rows_per_part:
+            self._close_part()
+
+    def _write_direct(self, batch: pa.RecordBatch) -> None:
+        """One row group per batch, no re-cutting: for staging files, which merge reads in
+        any order and which need not be byte-stable."""
+        if self._writer is None:
+            path = self.directory / f"part-{self.parts:05d}.parquet"
+            self._writer = pq.ParquetWriter(path, self.schema, **self.options)
+        self._writer.write_batch(batch)
+        self._part_rows += batch.num_rows
+        self.rows += batch.num_rows
         if self._part_rows >= self.rows_per_part:
             self._close_part()
 
@@ -403,17 +420,21 @@ def _decompression_errors() -> tuple[type[BaseException], ...]:
 
 def iter_line_chunks(
     path: Path, report: ShardReport, chunk_bytes: int | None = None
-) -> Iterator[tuple[int, bytes, int]]:
+) -> Iterator[tuple[int, bytes | memoryview, int]]:
     """Yield ``(first_line_number, chunk, n_lines)`` for runs of complete lines.
 
-    A truncated or corrupt gzip stream raises :class:`InputDataError` naming the last
-    complete line, after the lines before it have been yielded.
+    The chunk is a view into one reused buffer, valid only until the next iteration:
+    re-allocating (and page-faulting) a fresh multi-MB buffer per chunk cost more system
+    time than decoding. A truncated or corrupt gzip stream raises
+    :class:`InputDataError` naming the last complete line, after the lines before it have
+    been yielded.
     """
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     stream, raw = _open_binary(path)
     errors = _decompression_errors()
     next_line = 1
-    carry = b""
+    buf = bytearray(chunk_bytes)
+    filled = 0
     with (
         raw,
         stream,
@@ -427,28 +448,38 @@ def iter_line_chunks(
         ) as bar,
     ):
         while True:
+            if filled == len(buf):  # one line longer than the buffer: grow it
+                buf.extend(bytes(len(buf)))
+            target = memoryview(buf)[filled:]
             try:
-                block = stream.read(chunk_bytes)
+                got = stream.readinto(target)
             except errors as error:
                 raise InputDataError(
                     f"truncated or corrupt compressed stream ({type(error).__name__}: {error}); "
                     f"the last complete line read is line {next_line - 1}",
                     path=str(report.input),
                 ) from error
+            finally:
+                target.release()
             bar.update(raw.tell() - bar.n)
-            if not block:
+            if not got:
                 break
-            data = carry + block if carry else block
-            cut = data.rfind(b"\n")
+            end = filled + got
+            cut = buf.rfind(b"\n", 0, end)
             if cut < 0:
-                carry = data
+                filled = end
                 continue
-            chunk, carry = data[: cut + 1], data[cut + 1 :]
-            n_lines = chunk.count(b"\n")
-            yield next_line, chunk, n_lines
+            n_lines = buf.count(b"\n", 0, cut + 1)
+            chunk = memoryview(buf)[: cut + 1]
+            try:
+                yield next_line, chunk, n_lines
+            finally:
+                chunk.release()
             next_line += n_lines
-        if carry:
-            yield next_line, carry, 1
+            filled = end - cut - 1
+            buf[:filled] = buf[cut + 1 : end]
+        if filled:
+            yield next_line, bytes(buf[:filled]), 1
 
 
 # A chunk matching this may hold blank (whitespace-only) lines, which ``decode_lines``
@@ -458,7 +489,11 @@ _MAYBE_BLANK = re.compile(rb"\n[\n\r \t]")
 
 
 def decode_chunk(
-    decoder: msgspec.json.Decoder, first_line: int, chunk: bytes, n_lines: int, report: ShardReport
+    decoder: msgspec.json.Decoder,
+    first_line: int,
+    chunk: bytes | memoryview,
+    n_lines: int,
+    report: ShardReport,
 ) -> tuple[list[Any], np.ndarray]:
     """Decode one chunk of lines; return the records and their 1-based line numbers.
 
@@ -476,7 +511,7 @@ def decode_chunk(
             return records, np.arange(first_line, first_line + n_lines, dtype=np.int64)
     records = []
     lines = []
-    for offset, text in enumerate(chunk.split(b"\n")[:n_lines]):
+    for offset, text in enumerate(bytes(chunk).split(b"\n")[:n_lines]):
         number = first_line + offset
         if not text.strip():
             report.blank_lines += 1
@@ -515,30 +550,30 @@ def _papers_batch(
 
 
 def _edges_from_lists(
-    ids: pa.Array, lists: pa.ListArray, lines: pa.Array, *, outbound: bool
+    ids: pa.Array, outbound: pa.ListArray, inbound: pa.ListArray
 ) -> pa.RecordBatch:
-    """Explode a list<string> column of neighbour ids into (citing_id, cited_id) rows."""
-    parents = pc.list_parent_indices(lists)
-    others = pc.list_flatten(lists)
-    owners = ids.take(parents)
-    citing, cited = (owners, others) if outbound else (others, owners)
-    return pa.RecordBatch.from_arrays(
-        [citing, cited, lines.take(parents)], schema=STAGE_EDGES_SCHEMA
-    )
+    """Explode the neighbour-id lists into (citing_id, cited_id) rows, vectorised.
+
+    ``outbound[i]`` lists what paper ``ids[i]`` cites, ``inbound[i]`` what cites it.
+    """
+    out_parents = pc.list_parent_indices(outbound)
+    in_parents = pc.list_parent_indices(inbound)
+    citing = pa.concat_arrays([ids.take(out_parents), pc.list_flatten(inbound)])
+    cited = pa.concat_arrays([pc.list_flatten(outbound), ids.take(in_parents)])
+    return pa.RecordBatch.from_arrays([citing, cited], schema=STAGE_EDGES_SCHEMA)
 
 
 def _stage_v2020(records: list[V2020Paper], lines: np.ndarray, out: StagingWriters) -> None:
     ids = pa.array([r.paper_id for r in records], pa.string())
-    line_array = pa.array(lines)
     titles = [r.title for r in records]
     abstracts = [r.abstract for r in records]
     years = [r.year for r in records]
     fields = [r.mag_field_of_study or [] for r in records]
     out.count_missing(titles, abstracts, years)
-    out.papers.write(_papers_batch(ids, titles, abstracts, years, fields, line_array))
-    for outbound, column in ((True, "outbound_citations"), (False, "inbound_citations")):
-        lists = pa.array([getattr(r, column) for r in records], STRING_LIST)
-        out.write_edges(_edges_from_lists(ids, lists, line_array, outbound=outbound))
+    out.papers.write(_papers_batch(ids, titles, abstracts, years, fields, pa.array(lines)))
+    outbound = pa.array([r.outbound_citations for r in records], STRING_LIST)
+    inbound = pa.array([r.inbound_citations for r in records], STRING_LIST)
+    out.write_edges(_edges_from_lists(ids, outbound, inbound))
 
 
 def _s2ag_fields(record: S2agPaper) -> list[str]:
@@ -582,7 +617,7 @@ def _stage_s2ag_abstracts(
 def _stage_s2ag_citations(
     records: list[S2agCitation], lines: np.ndarray, out: StagingWriters
 ) -> None:
-    citing, cited, kept = [], [], []
+    citing, cited = [], []
     for record, line in zip(records, lines.tolist(), strict=True):
         if record.citedcorpusid is None:
             out.report.skip(
@@ -591,10 +626,8 @@ def _stage_s2ag_citations(
             continue
         citing.append(str(record.citingcorpusid))
         cited.append(str(record.citedcorpusid))
-        kept.append(line)
     batch = pa.RecordBatch.from_arrays(
-        [pa.array(citing, pa.string()), pa.array(cited, pa.string()), pa.array(kept, pa.int64())],
-        schema=STAGE_EDGES_SCHEMA,
+        [pa.array(citing, pa.string()), pa.array(cited, pa.string())], schema=STAGE_EDGES_SCHEMA
     )
     out.write_edges(batch)
     out.report.records_written += batch.num_rows
@@ -621,6 +654,7 @@ class StagingWriters:
                 rows_per_part=rows_per_part,
                 row_group_size=rows_per_part,
                 options=STAGING_PARQUET_OPTIONS,
+                fixed_row_groups=False,
             )
 
         kind = report.kind
@@ -792,8 +826,7 @@ def _stage_parquet_batch(batch: pa.RecordBatch, first_row: int, out: StagingWrit
             [ids, titles, abstracts, years, fields, lines], schema=STAGE_PAPERS_SCHEMA
         )
     )
-    out.write_edges(_edges_from_lists(ids, outbound, lines, outbound=True))
-    out.write_edges(_edges_from_lists(ids, inbound, lines, outbound=False))
+    out.write_edges(_edges_from_lists(ids, outbound, inbound))
 
 
 def _parse_parquet(path: Path, out: StagingWriters, batch_rows: int = 65_536) -> None:
@@ -1075,8 +1108,10 @@ class Merger:
             abstract_sql = "coalesce(a.abstract, p.abstract)"
             abstract_join = "LEFT JOIN abstracts a ON a.paper_id = p.paper_id"
 
-        edges_union = _union(self.shards, "edges", "citing_id, cited_id")
-        if edges_union is None:
+        edge_parts = [p for s in self.shards for p in s.parts("edges")]
+        if edge_parts:
+            edges_union = f"SELECT citing_id, cited_id FROM read_parquet({_sql_list(edge_parts)})"
+        else:
             edges_union = "SELECT NULL::VARCHAR AS citing_id, NULL::VARCHAR AS cited_id WHERE false"
         self.sql(
             "CREATE TEMP TABLE edges_distinct AS SELECT DISTINCT citing_id, cited_id "

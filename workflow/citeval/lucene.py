@@ -181,9 +181,15 @@ def start_jvm(heap: str | None = None, processors: int | None = None) -> None:
         import jnius
     except Exception as error:  # pyjnius raises bare Exceptions when libjvm fails to load
         raise JavaUnavailableError(f"cannot start the JVM from {home}: {error}") from error
+    try:
+        searcher_class = jnius.autoclass("org.apache.lucene.search.IndexSearcher")
+    except jnius.JavaException as error:
+        raise JavaUnavailableError(
+            "the JVM was started without the Anserini jar (something imported jnius before "
+            "citeval.lucene.start_jvm() ran); call start_jvm() before importing jnius or pyserini"
+        ) from error
     _state["started"] = True
     _state["options"] = jnius_config.get_options()
-    searcher_class = jnius.autoclass("org.apache.lucene.search.IndexSearcher")
     searcher_class.setMaxClauseCount(MAX_CLAUSE_COUNT)
     version = jnius.autoclass("java.lang.System").getProperty("java.version")
     if int(version.split(".")[0]) < 21:

@@ -358,7 +358,9 @@ def command(args: argparse.Namespace) -> None:
         per_query = {qid: per_query.get(qid, zeros) for qid in sorted(qrels)}
     if not per_query:
         raise InputDataError(
-            f"no query of the run appears in the qrels {args.qrels}", path=str(args.run)
+            f"no query to evaluate: none of the run's {len(run)} queries is among the "
+            f"{len(qrels)} queries of {args.qrels}",
+            path=str(args.run),
         )
     if ALL_QUERIES in per_query:
         raise InputDataError(

@@ -91,10 +91,14 @@ def read_collection(
 ) -> tuple[list[str], list[str]]:
     """Sorted query ids of ``group`` and sorted pool paper ids of ``(group, rep)``."""
     try:
-        queries = pq.read_table(queries_path, columns=["group", "query_id"],
-                                filters=[("group", "==", group)])
-        pool = pq.read_table(pools_path, columns=["group", "rep", "paper_id"],
-                             filters=[("group", "==", group), ("rep", "==", rep)])
+        queries = pq.read_table(
+            queries_path, columns=["group", "query_id"], filters=[("group", "==", group)]
+        )
+        pool = pq.read_table(
+            pools_path,
+            columns=["group", "rep", "paper_id"],
+            filters=[("group", "==", group), ("rep", "==", rep)],
+        )
     except (OSError, ValueError, KeyError) as error:
         raise InputDataError(f"cannot read the collection: {error}") from error
     query_ids = sorted(set(queries.column("query_id").to_pylist()))
@@ -116,12 +120,14 @@ def hits_to_run(
     labels: np.ndarray,
     doc_ids: np.ndarray,
 ) -> Run:
-    """Turn per-query ``(scores, labels)`` rows into a run, dropping padding and the query itself."""
+    """Per-query ``(scores, labels)`` rows as a run, without padding and the query itself."""
     run: Run = {}
     for i, qid in enumerate(query_ids):
         row_labels = labels[i]
         keep = (row_labels >= 0) & (row_labels != own[i])
-        run[qid] = dict(zip(doc_ids[row_labels[keep]].tolist(), scores[i][keep].tolist(), strict=True))
+        run[qid] = dict(
+            zip(doc_ids[row_labels[keep]].tolist(), scores[i][keep].tolist(), strict=True)
+        )
     return run
 
 
@@ -140,27 +146,49 @@ def retrieve_dense(
 ) -> tuple[Run, dict[str, Any]]:
     """Single-vector retrieval. Returns the run and a report (with recall when asked)."""
     built = build_index(store, pool, similarity, spec, use_gpu=use_gpu, progress=progress)
-    query_vectors = store.gather(queries, normalize=needs_normalization(similarity),
-                                 progress=progress, desc="query vectors")
+    query_vectors = store.gather(
+        queries, normalize=needs_normalization(similarity), progress=progress, desc="query vectors"
+    )
     k_search = min(k + 1 + TIE_MARGIN, built.ntotal)
     started = time.perf_counter()
-    scores, labels = search(built, query_vectors, k_search, batch_size=batch_size, progress=progress)
+    scores, labels = search(
+        built, query_vectors, k_search, batch_size=batch_size, progress=progress
+    )
     seconds = time.perf_counter() - started
     own = pool.index_of(queries.paper_ids)
     run = hits_to_run(queries.paper_ids.tolist(), own, scores, labels, pool.paper_ids)
     report = _base_report(built, len(queries), seconds)
     if recall_queries is not None:
-        report["recall"] = recall_report(built, store, pool, query_vectors, k, sample=recall_queries,
-                                         seed=spec.seed, batch_size=batch_size, progress=progress)
+        report["recall"] = recall_report(
+            built,
+            store,
+            pool,
+            query_vectors,
+            k,
+            sample=recall_queries,
+            seed=spec.seed,
+            batch_size=batch_size,
+            progress=progress,
+        )
     return run, report
 
 
 def _base_report(built: BuiltIndex | None, n_queries: int, seconds: float) -> dict[str, Any]:
-    report: dict[str, Any] = {"n_queries": n_queries, "search_seconds": round(seconds, 3),
-                              "queries_per_second": round(n_queries / seconds, 3) if seconds else None}
+    report: dict[str, Any] = {
+        "n_queries": n_queries,
+        "search_seconds": round(seconds, 3),
+        "queries_per_second": round(n_queries / seconds, 3) if seconds else None,
+    }
     if built is not None:
-        report.update({"index": built.kind, "params": built.params, "ntotal": built.ntotal,
-                       "on_gpu": built.on_gpu, "build_seconds": round(built.build_seconds, 3)})
+        report.update(
+            {
+                "index": built.kind,
+                "params": built.params,
+                "ntotal": built.ntotal,
+                "on_gpu": built.on_gpu,
+                "build_seconds": round(built.build_seconds, 3),
+            }
+        )
     return report
 
 
@@ -211,8 +239,9 @@ def maxsim_exact(
     pool_norms = np.einsum("ij,ij->i", pool_vectors, pool_vectors) if l2 else None
     pool_blocks = _blocks(pool_offsets, pool_block_rows)
     query_blocks = _blocks(query_offsets, query_block_rows)
-    with tqdm(total=n_queries, desc="max-sim (exact)", unit="q", disable=not progress,
-              mininterval=5) as bar:
+    with tqdm(
+        total=n_queries, desc="max-sim (exact)", unit="q", disable=not progress, mininterval=5
+    ) as bar:
         for q0, q1 in query_blocks:
             r0, r1 = int(query_offsets[q0]), int(query_offsets[q1])
             block_queries = query_vectors[r0:r1]
@@ -306,16 +335,23 @@ def maxsim_hits(
         (np.empty(0, np.float32), np.empty(0, np.int64))
     ] * n_queries
     blocks = _blocks(query_offsets, batch_rows)
-    with tqdm(total=n_queries, desc="max-sim (hits)", unit="q", disable=not progress,
-              mininterval=5) as bar:
+    with tqdm(
+        total=n_queries, desc="max-sim (hits)", unit="q", disable=not progress, mininterval=5
+    ) as bar:
         for q0, q1 in blocks:
             pending = list(range(q0, q1))
             k_hits = hits
             while pending:
-                rows = np.concatenate([np.arange(query_offsets[q], query_offsets[q + 1])
-                                       for q in pending])
-                scores, labels = search(built, query_vectors[rows], k_hits,
-                                        batch_size=max(batch_rows, 1), progress=False)
+                rows = np.concatenate(
+                    [np.arange(query_offsets[q], query_offsets[q + 1]) for q in pending]
+                )
+                scores, labels = search(
+                    built,
+                    query_vectors[rows],
+                    k_hits,
+                    batch_size=max(batch_rows, 1),
+                    progress=False,
+                )
                 stats.max_hits_used = max(stats.max_hits_used, k_hits)
                 still: list[int] = []
                 at = 0
@@ -325,8 +361,9 @@ def maxsim_hits(
                     at += n_rows
                     own = int(exclude[q])
                     results[q] = _aggregate(q_scores, q_labels, row_paper, own, keep)
-                    if _certified(results[q][0], q_scores, q_labels, k, k_hits, ntotal,
-                                  n_papers - (own >= 0)):
+                    if _certified(
+                        results[q][0], q_scores, q_labels, k, k_hits, ntotal, n_papers - (own >= 0)
+                    ):
                         stats.certified += 1
                     elif k_hits >= max_hits:
                         stats.uncertified += 1
@@ -336,9 +373,13 @@ def maxsim_hits(
                 k_hits = min(2 * k_hits, max_hits)
             bar.update(q1 - q0)
     if stats.uncertified:
-        log.warning("max-sim: %d of %d queries are not proven exact at k'=%d (raise "
-                    "--aspire-max-hits, or use --aspire-mode exact)",
-                    stats.uncertified, n_queries, max_hits)
+        log.warning(
+            "max-sim: %d of %d queries are not proven exact at k'=%d (raise "
+            "--aspire-max-hits, or use --aspire-mode exact)",
+            stats.uncertified,
+            n_queries,
+            max_hits,
+        )
     return results, stats
 
 
@@ -385,22 +426,44 @@ def retrieve_aspire(
     if mode == "auto":
         mode = "exact" if spec.kind == "flat" and not gpu else "hits"
     if mode == "exact" and spec.kind != "flat":
-        raise ConfigError(f"--aspire-mode exact scores every pair and needs --index flat, not {spec.kind}")
+        raise ConfigError(
+            f"--aspire-mode exact scores every pair and needs --index flat, not {spec.kind}"
+        )
     normalize = needs_normalization(similarity)
-    query_vectors = store.gather(queries, normalize=normalize, progress=progress, desc="query vectors")
+    query_vectors = store.gather(
+        queries, normalize=normalize, progress=progress, desc="query vectors"
+    )
     own = pool.index_of(queries.paper_ids)
     keep = k + TIE_MARGIN
-    report: dict[str, Any] = {"aspire_mode": mode, "pool_sentences": len(pool),
-                              "query_sentences": len(queries), "pool_papers": pool.n_papers}
-    log.info("max-sim (%s) of %d query sentences against %d pool sentences (%d papers)",
-             mode, len(queries), len(pool), pool.n_papers)
+    report: dict[str, Any] = {
+        "aspire_mode": mode,
+        "pool_sentences": len(pool),
+        "query_sentences": len(queries),
+        "pool_papers": pool.n_papers,
+    }
+    log.info(
+        "max-sim (%s) of %d query sentences against %d pool sentences (%d papers)",
+        mode,
+        len(queries),
+        len(pool),
+        pool.n_papers,
+    )
     started = time.perf_counter()
     if mode == "exact":
-        pool_vectors = store.gather(pool, normalize=normalize, progress=progress,
-                                    desc="pool sentence vectors")
-        scores, labels = maxsim_exact(query_vectors, queries.offsets, pool_vectors, pool.offsets,
-                                      keep, similarity, own, query_block_rows=batch_size,
-                                      progress=progress)
+        pool_vectors = store.gather(
+            pool, normalize=normalize, progress=progress, desc="pool sentence vectors"
+        )
+        scores, labels = maxsim_exact(
+            query_vectors,
+            queries.offsets,
+            pool_vectors,
+            pool.offsets,
+            keep,
+            similarity,
+            own,
+            query_block_rows=batch_size,
+            progress=progress,
+        )
         seconds = time.perf_counter() - started
         run = hits_to_run(queries.paper_ids.tolist(), own, scores, labels, pool.paper_ids)
         report.update(_base_report(None, queries.n_papers, seconds))
@@ -417,21 +480,48 @@ def retrieve_aspire(
         max_hits = GPU_MAX_K
         hits = min(hits, max_hits)
     started = time.perf_counter()
-    results, stats = maxsim_hits(built, query_vectors, queries.offsets, pool.row_paper(),
-                                 pool.n_papers, k, own, hits=hits, max_hits=max_hits, keep=keep,
-                                 batch_rows=batch_size, progress=progress)
+    results, stats = maxsim_hits(
+        built,
+        query_vectors,
+        queries.offsets,
+        pool.row_paper(),
+        pool.n_papers,
+        k,
+        own,
+        hits=hits,
+        max_hits=max_hits,
+        keep=keep,
+        batch_rows=batch_size,
+        progress=progress,
+    )
     seconds = time.perf_counter() - started
     run: Run = {}
     for qid, (values, papers) in zip(queries.paper_ids.tolist(), results, strict=True):
         run[qid] = dict(zip(pool.paper_ids[papers].tolist(), values.tolist(), strict=True))
     report.update(_base_report(built, queries.n_papers, seconds))
-    report.update({"build_seconds": round(build_seconds, 3), "aspire_hits": hits,
-                   "aspire_max_hits": max_hits, "certified_queries": stats.certified,
-                   "uncertified_queries": stats.uncertified, "max_hits_used": stats.max_hits_used})
+    report.update(
+        {
+            "build_seconds": round(build_seconds, 3),
+            "aspire_hits": hits,
+            "aspire_max_hits": max_hits,
+            "certified_queries": stats.certified,
+            "uncertified_queries": stats.uncertified,
+            "max_hits_used": stats.max_hits_used,
+        }
+    )
     if recall_queries is not None:
         # Sentence-level recall of the index itself, on the query sentences.
-        report["recall"] = recall_report(built, store, pool, query_vectors, k, sample=recall_queries,
-                                         seed=spec.seed, batch_size=batch_size, progress=progress)
+        report["recall"] = recall_report(
+            built,
+            store,
+            pool,
+            query_vectors,
+            k,
+            sample=recall_queries,
+            seed=spec.seed,
+            batch_size=batch_size,
+            progress=progress,
+        )
     return run, report
 
 
@@ -443,13 +533,25 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m citeval.retrieve",
         description="Rank one collection's pool for its queries with Faiss and write a TREC run.",
     )
-    parser.add_argument("--embeddings", required=True, type=Path,
-                        help="results/<dataset>/embeddings/<model> (shard-NNNNN.npy + .ids.parquet)")
+    parser.add_argument(
+        "--embeddings",
+        required=True,
+        type=Path,
+        help="results/<dataset>/embeddings/<model> (shard-NNNNN.npy + .ids.parquet)",
+    )
     parser.add_argument("--similarity", required=True, choices=SIMILARITIES)
-    parser.add_argument("--pooling", required=True, choices=POOLINGS,
-                        help="aspire = one vector per sentence, scored by the best sentence pair")
-    parser.add_argument("--queries", required=True, type=Path, help="samples/<setup>-<split>/queries.parquet")
-    parser.add_argument("--pools", required=True, type=Path, help="samples/<setup>-<split>/pools.parquet")
+    parser.add_argument(
+        "--pooling",
+        required=True,
+        choices=POOLINGS,
+        help="aspire = one vector per sentence, scored by the best sentence pair",
+    )
+    parser.add_argument(
+        "--queries", required=True, type=Path, help="samples/<setup>-<split>/queries.parquet"
+    )
+    parser.add_argument(
+        "--pools", required=True, type=Path, help="samples/<setup>-<split>/pools.parquet"
+    )
     parser.add_argument("--group", required=True)
     parser.add_argument("--rep", required=True, type=int)
     parser.add_argument("--k", type=int, default=500, help="candidates per query (default 500)")
@@ -459,25 +561,55 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hnsw-m", type=int, default=32)
     parser.add_argument("--hnsw-ef-search", type=int, default=256)
     parser.add_argument("--hnsw-ef-construction", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=0,
-                        help="IVF training sample and k-means seed; recall query sample")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="IVF training sample and k-means seed; recall query sample",
+    )
     parser.add_argument("--threads", type=int, default=2, help="Faiss/BLAS threads (default 2)")
-    parser.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
-                        help="auto = GPU when faiss-gpu sees one (flat and ivf only)")
-    parser.add_argument("--batch-size", type=int, default=1024, help="query vectors per search call")
-    parser.add_argument("--aspire-mode", choices=ASPIRE_MODES, default="auto",
-                        help="exact max-sim by matrix products, or sentence hits from the index "
-                             "(auto: exact for a flat index on the CPU)")
-    parser.add_argument("--aspire-hits", type=int, default=None,
-                        help="sentence neighbours per query sentence in hits mode (default 4*k)")
-    parser.add_argument("--aspire-max-hits", type=int, default=None,
-                        help="cap when doubling the hits of unproven queries (default 32*k)")
+    parser.add_argument(
+        "--device",
+        choices=["auto", "cpu", "gpu"],
+        default="auto",
+        help="auto = GPU when faiss-gpu sees one (flat and ivf only)",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=1024, help="query vectors per search call"
+    )
+    parser.add_argument(
+        "--aspire-mode",
+        choices=ASPIRE_MODES,
+        default="auto",
+        help="exact max-sim by matrix products, or sentence hits from the index "
+        "(auto: exact for a flat index on the CPU)",
+    )
+    parser.add_argument(
+        "--aspire-hits",
+        type=int,
+        default=None,
+        help="sentence neighbours per query sentence in hits mode (default 4*k)",
+    )
+    parser.add_argument(
+        "--aspire-max-hits",
+        type=int,
+        default=None,
+        help="cap when doubling the hits of unproven queries (default 32*k)",
+    )
     parser.add_argument("--output", required=True, type=Path, help="TREC run to write")
     parser.add_argument("--tag", required=True, help="run tag (the model name)")
-    parser.add_argument("--recall-report", type=Path, default=None,
-                        help="JSON with the index's recall@k against exact search, and timings")
-    parser.add_argument("--recall-queries", type=int, default=1000,
-                        help="queries sampled for the recall report (0 = all)")
+    parser.add_argument(
+        "--recall-report",
+        type=Path,
+        default=None,
+        help="JSON with the index's recall@k against exact search, and timings",
+    )
+    parser.add_argument(
+        "--recall-queries",
+        type=int,
+        default=1000,
+        help="queries sampled for the recall report (0 = all)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return parser
 
@@ -492,37 +624,73 @@ def command(args: argparse.Namespace) -> None:
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     set_num_threads(args.threads)
-    spec = IndexSpec(kind=args.index, ivf_nlist=args.ivf_nlist, ivf_nprobe=args.ivf_nprobe,
-                     hnsw_m=args.hnsw_m, hnsw_ef_search=args.hnsw_ef_search,
-                     hnsw_ef_construction=args.hnsw_ef_construction, seed=args.seed)
+    spec = IndexSpec(
+        kind=args.index,
+        ivf_nlist=args.ivf_nlist,
+        ivf_nprobe=args.ivf_nprobe,
+        hnsw_m=args.hnsw_m,
+        hnsw_ef_search=args.hnsw_ef_search,
+        hnsw_ef_construction=args.hnsw_ef_construction,
+        seed=args.seed,
+    )
     use_gpu = {"auto": None, "cpu": False, "gpu": True}[args.device]
     progress = not args.no_progress
     query_ids, pool_ids = read_collection(args.queries, args.pools, args.group, args.rep)
-    log.info("collection %s rep %d: %d queries, pool of %d", args.group, args.rep,
-             len(query_ids), len(pool_ids))
+    log.info(
+        "collection %s rep %d: %d queries, pool of %d",
+        args.group,
+        args.rep,
+        len(query_ids),
+        len(pool_ids),
+    )
     store = EmbeddingStore(args.embeddings)
     multi = args.pooling == "aspire"
     if multi != store.multi_vector:
+        expected = "multi" if multi else "single"
+        actual = "multi" if store.multi_vector else "single"
         raise ConfigError(
-            f"--pooling {args.pooling} expects a {'multi' if multi else 'single'}-vector store, but "
-            f"{args.embeddings} is {'multi' if store.multi_vector else 'single'}-vector"
+            f"--pooling {args.pooling} expects a {expected}-vector store, "
+            f"but {args.embeddings} is {actual}-vector"
         )
     pool = store.locate(pool_ids, what="pool papers")
     queries = store.locate(query_ids, what="queries")
     recall_queries = args.recall_queries if args.recall_report is not None else None
-    common = {"similarity": args.similarity, "k": args.k, "spec": spec, "use_gpu": use_gpu,
-              "batch_size": args.batch_size, "progress": progress, "recall_queries": recall_queries}
+    common = {
+        "similarity": args.similarity,
+        "k": args.k,
+        "spec": spec,
+        "use_gpu": use_gpu,
+        "batch_size": args.batch_size,
+        "progress": progress,
+        "recall_queries": recall_queries,
+    }
     if multi:
-        run, report = retrieve_aspire(store, pool, queries, mode=args.aspire_mode,
-                                      hits=args.aspire_hits, max_hits=args.aspire_max_hits, **common)
+        run, report = retrieve_aspire(
+            store,
+            pool,
+            queries,
+            mode=args.aspire_mode,
+            hits=args.aspire_hits,
+            max_hits=args.aspire_max_hits,
+            **common,
+        )
     else:
         run, report = retrieve_dense(store, pool, queries, **common)
     write_run(run, args.output, args.tag, k=args.k)
     log.info("wrote %s (%d queries, k=%d)", args.output, len(run), args.k)
     if args.recall_report is not None:
-        report.update({"group": args.group, "rep": args.rep, "k": args.k, "tag": args.tag,
-                       "similarity": args.similarity, "pooling": args.pooling,
-                       "threads": args.threads, "pool_size": len(pool_ids)})
+        report.update(
+            {
+                "group": args.group,
+                "rep": args.rep,
+                "k": args.k,
+                "tag": args.tag,
+                "similarity": args.similarity,
+                "pooling": args.pooling,
+                "threads": args.threads,
+                "pool_size": len(pool_ids),
+            }
+        )
         write_json(report, args.recall_report)
 
 

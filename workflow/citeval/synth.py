@@ -359,7 +359,7 @@ V2020_KEYS: tuple[str, ...] = (
 
 # ---- tunables (changing one changes the corpus for a given seed) ----
 TEXT_BLOCK = 1024  # papers per text RNG stream; fixed so records ignore the shard count
-GRAPH_CHUNK = 1 << 17  # citing papers per vectorised citation batch
+GRAPH_CHUNK = 1 << 16  # citing papers per vectorised citation batch
 LAST_YEAR_SHARE = 0.09  # share of papers in the last year (the query year)
 SECOND_FIELD_RATE = 0.12
 NULL_FIELDS_RATE = 0.02  # mag_field_of_study null
@@ -373,9 +373,15 @@ SUBTOPIC_WORDS = 12
 TOPIC_WORDS = 30
 FIELD_PSEUDO_WORDS = 40
 FITNESS_ALPHA = 1.5  # Pareto exponent of a paper's citation attractiveness
+OBSCURE_RATE = 0.3  # papers whose attractiveness is scaled by OBSCURE_FITNESS
+OBSCURE_FITNESS = 0.03
 # Where a reference goes: same subtopic, same topic, same field, another field.
 CITATION_LEVELS = (0.55, 0.22, 0.13, 0.10)
-SAME_YEAR_RATE = 0.2  # the last year's papers are only citable within that year
+SAME_YEAR_RATE = 0.15
+# The last year stands for the snapshot's newest papers, which in S2ORC are also cited by
+# papers after it. Without more same-year citations too few of them would pass the
+# "cited at least 3 times" prefilter to serve as queries.
+LAST_YEAR_SAME_RATE = 0.35
 FUTURE_YEAR_RATE = 0.02  # S2ORC has some citations to "later" papers (preprints)
 MEAN_LAG = 4.0  # mean years between a citing paper and an older cited paper
 
@@ -489,7 +495,11 @@ def build_structure(num_papers: int, seed: int, first_year: int, last_year: int)
     sub_cum = _within_cumulative(sub_topic, sub_w)
     subtopic = _pick_within(topic.astype(np.float64), sub_cum, rng.random(num_papers))
 
-    fitness = ((1.0 - rng.random(num_papers)) ** (-1.0 / FITNESS_ALPHA)).astype(np.float32)
+    fitness = (1.0 - rng.random(num_papers)) ** (-1.0 / FITNESS_ALPHA)
+    # Many papers are (almost) never cited, whatever their topic: real in-degrees have far
+    # more zeros than a Pareto tail alone gives.
+    fitness[rng.random(num_papers) < OBSCURE_RATE] *= OBSCURE_FITNESS
+    fitness = fitness.astype(np.float32)
     topic_sub_start = np.zeros(len(subs_per_topic) + 1, dtype=np.int32)
     np.cumsum(subs_per_topic, out=topic_sub_start[1:])
     return Structure(
@@ -624,7 +634,7 @@ def build_citations(structure: Structure, seed: int, *, progress: bool = True) -
         y = yidx[src]
         r = crng.random(m)
         lag = 1 + np.floor(crng.exponential(MEAN_LAG - 1.0, m)).astype(np.int64)
-        lag = np.where(r < SAME_YEAR_RATE, 0, lag)
+        lag = np.where(r < np.where(y == n_years - 1, LAST_YEAR_SAME_RATE, SAME_YEAR_RATE), 0, lag)
         lag = np.where(r > 1.0 - FUTURE_YEAR_RATE, -1, lag)
         ty = np.clip(y - lag, 0, n_years - 1)
         base = tsub * n_years
@@ -640,7 +650,7 @@ def build_citations(structure: Structure, seed: int, *, progress: bool = True) -
         dst = order[pos].astype(np.int64)
         keep = dst != src
         key = np.sort(src[keep] * n + dst[keep])  # by (citing, cited)
-        key = key[np.r_[True, key[1:] != key[:-1]]]  # drop repeated references
+        key = key[np.r_[key[:1] >= 0, key[1:] != key[:-1]]]  # drop repeated references
         sources.append((key // n).astype(np.int32))
         targets.append((key % n).astype(np.int32))
 
@@ -704,14 +714,14 @@ def _pseudo_words(rng: np.random.Generator, count: int, taken: set[str]) -> list
     out: list[str] = []
     while len(out) < count:
         need = (count - len(out)) * 2 + 16
-        n_syl = 1 + np.searchsorted([0.45, 0.9], rng.random(need), side="right")
-        ons = rng.integers(len(_ONSETS), size=(need, 3))
-        vow = rng.integers(len(_VOWELS), size=(need, 3))
-        cod = rng.integers(len(_CODAS), size=(need, 3))
-        suf = rng.integers(len(_SUFFIXES) + 4, size=need)  # a few words get no suffix
+        n_syl = (1 + np.searchsorted([0.45, 0.9], rng.random(need), side="right")).tolist()
+        ons = rng.integers(len(_ONSETS), size=(need, 3)).tolist()
+        vow = rng.integers(len(_VOWELS), size=(need, 3)).tolist()
+        cod = rng.integers(len(_CODAS), size=(need, 3)).tolist()
+        suf = rng.integers(len(_SUFFIXES) + 4, size=need).tolist()  # a few get no suffix
         for i in range(need):
             word = "".join(
-                _ONSETS[ons[i, k]] + _VOWELS[vow[i, k]] + _CODAS[cod[i, k]] for k in range(n_syl[i])
+                _ONSETS[ons[i][k]] + _VOWELS[vow[i][k]] + _CODAS[cod[i][k]] for k in range(n_syl[i])
             )
             if suf[i] < len(_SUFFIXES):
                 word += _SUFFIXES[suf[i]]
@@ -1128,11 +1138,14 @@ class RecordWriter:
 def _gzip_writer(path: Path, level: int) -> Iterator[IO[bytes]]:
     """A gzip stream with no file name and mtime 0 in its header, for byte-stable output."""
     with open(path, "wb") as raw:
+        handle: IO[bytes]
         if _igzip is not None:
-            handle = _igzip.IGzipFile(fileobj=raw, mode="wb", compresslevel=min(level, 3), mtime=0)
-        else:  # pragma: no cover
+            handle = _igzip.IGzipFile(
+                filename="", mode="wb", compresslevel=min(level, 3), fileobj=raw, mtime=0
+            )
+        else:  # pragma: no cover - isal is a pinned requirement
             handle = gzip.GzipFile(
-                filename="", fileobj=raw, mode="wb", compresslevel=level, mtime=0
+                filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0
             )
         with handle:
             yield handle

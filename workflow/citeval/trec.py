@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from citeval.errors import InputDataError
 from citeval.io import atomic_path
@@ -47,10 +47,12 @@ def rank_documents(scores: Mapping[str, float], k: int | None = None) -> list[tu
         raise ValueError(f"k must be >= 0, got {k}")
     # (score, doc_id) tuples compare natively, which sorts far faster than a key function;
     # doc ids are unique, so the order is total and needs no stability guarantee.
-    keyed = [(float(score), doc_id) for doc_id, score in scores.items()]
-    if any(score != score for score, _ in keyed):
-        bad = sorted(doc_id for score, doc_id in keyed if score != score)
+    values = list(map(float, scores.values()))
+    # One C-level sum flags any NaN (it also flags inf + -inf, which the exact check clears).
+    if math.isnan(sum(values)) and any(math.isnan(v) for v in values):
+        bad = sorted(doc_id for doc_id, v in zip(scores, values, strict=True) if math.isnan(v))
         raise ValueError(f"NaN score for document(s) {bad[:5]}")
+    keyed = list(zip(values, scores, strict=True))
     if k is not None and k < len(keyed):
         top = heapq.nlargest(k, keyed)
     else:
@@ -58,25 +60,38 @@ def rank_documents(scores: Mapping[str, float], k: int | None = None) -> list[tu
     return [(doc_id, score) for score, doc_id in top]
 
 
-def format_score(score: float) -> str:
-    """Shortest text that reads back as exactly the same float64."""
-    return repr(float(score))
-
-
 def _check_token(value: str, what: str) -> None:
-    if not value or any(ch.isspace() for ch in value):
+    # Exactly the splitting that reading applies, so what passes here reads back intact.
+    if value.split() != [value]:
         raise ValueError(f"{what} must be non-empty and contain no whitespace: {value!r}")
 
 
+def _check_tokens(values: Iterable[str], what: str) -> None:
+    values = list(values)
+    # A separator-free join splits into one piece only if no value holds whitespace;
+    # checking one joined string per query is much cheaper than one check per value.
+    joined = "".join(values)
+    if "" in values or joined.split() != [joined]:
+        for value in values:
+            _check_token(value, what)
+
+
 def format_run(run: Mapping[str, Mapping[str, float]], tag: str, k: int | None = None) -> str:
-    """Return the TREC text of ``run`` (see the module docstring for the layout)."""
+    """Return the TREC text of ``run`` (see the module docstring for the layout).
+
+    Scores are written as ``repr(float(score))``; see the module docstring.
+    """
     _check_token(tag, "run tag")
     lines: list[str] = []
     for qid in sorted(run):
         _check_token(qid, "query id")
-        for rank, (doc_id, score) in enumerate(rank_documents(run[qid], k), start=1):
-            _check_token(doc_id, "document id")
-            lines.append(f"{qid} Q0 {doc_id} {rank} {format_score(score)} {tag}\n")
+        docs = run[qid]
+        _check_tokens(docs, "document id")
+        # rank_documents hands back Python floats, so !r is the round-tripping repr.
+        lines += [
+            f"{qid} Q0 {doc_id} {rank} {score!r} {tag}\n"
+            for rank, (doc_id, score) in enumerate(rank_documents(docs, k), start=1)
+        ]
     return "".join(lines)
 
 
@@ -129,6 +144,10 @@ def read_run(path: str | os.PathLike) -> Run:
     """
     where = str(path)
     run: Run = {}
+    # Run files hold each query's lines together, so keep the current query's dict at
+    # hand rather than looking it up on every line.
+    qid_now: str | None = None
+    docs: dict[str, float] = {}
     for number, fields in _lines(path):
         if len(fields) != RUN_FIELDS:
             raise InputDataError(
@@ -147,11 +166,13 @@ def read_run(path: str | os.PathLike) -> Run:
             score = float(score_text)
         except ValueError:
             score = math.nan
-        if math.isnan(score):
+        if score != score:
             raise InputDataError(
                 f"score is not a number: {score_text!r}", path=where, line=number, field="score"
             )
-        docs = run.setdefault(qid, {})
+        if qid != qid_now:
+            docs = run.setdefault(qid, {})
+            qid_now = qid
         if doc_id in docs:
             raise InputDataError(
                 f"duplicate document {doc_id!r} for query {qid!r} "

