@@ -45,16 +45,17 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import psutil  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from citeval.encode import iter_encoded  # noqa: E402
-from citeval.io import PARQUET_OPTIONS  # noqa: E402
-from citeval.models import ModelSpec, load_encoder, resolve_model_path  # noqa: E402
-from tqdm import tqdm  # noqa: E402
+import numpy as np
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+import transformers
+from tqdm import tqdm
+
+from citeval.encode import iter_encoded
+from citeval.io import PARQUET_OPTIONS
+from citeval.models import ModelSpec, load_encoder, resolve_model_path
 
 log = logging.getLogger("bench_encode")
 OUT_DIR = Path(__file__).resolve().parent / "out"

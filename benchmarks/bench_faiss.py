@@ -37,6 +37,7 @@ import numpy as np
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from citeval.faiss_index import (
     EmbeddingStore,
     IndexSpec,

@@ -12,6 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from conftest import TINY_WORDS
+from transformers import AutoTokenizer, BertModel
+
 from citeval import encode as encode_module
 from citeval.encode import (
     encode_shard,
@@ -30,8 +33,6 @@ from citeval.models import (
     split_sentences,
     transformer_dir,
 )
-from conftest import TINY_WORDS
-from transformers import AutoTokenizer, BertModel
 
 PAPER_SCHEMA = pa.schema(
     [

@@ -11,12 +11,16 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from threadpoolctl import threadpool_limits
+
 from citeval import retrieve
 from citeval.errors import InputDataError
 from citeval.faiss_index import (
@@ -35,8 +39,14 @@ DIM = 24
 
 
 @pytest.fixture(autouse=True)
-def _threads() -> None:
+def _one_thread() -> Iterator[None]:
+    """One thread per test; the process-wide Faiss/BLAS settings are put back afterwards."""
+    faiss_threads = faiss.omp_get_max_threads()
+    limiter = threadpool_limits(limits=None)  # records the current limits, changes nothing
     set_num_threads(1)
+    yield
+    limiter.restore_original_limits()
+    faiss.omp_set_num_threads(faiss_threads)
 
 
 def paper_ids(n: int, *, offset: int = 0) -> list[str]:
@@ -347,6 +357,8 @@ def brute_force_maxsim(
         ("l2", ["--aspire-mode", "exact"]),
         ("ip", ["--aspire-mode", "hits", "--aspire-hits", "3", "--aspire-max-hits", "100000"]),
         ("cosine", ["--aspire-mode", "hits", "--aspire-hits", "3", "--aspire-max-hits", "100000"]),
+        # auto mode picks hits for IVF; probing every list makes the hits exact.
+        ("l2", ["--index", "ivf", "--ivf-nlist", "4", "--ivf-nprobe", "4", "--aspire-hits", "3"]),
     ],
 )
 def test_aspire_maxsim_equals_brute_force(
@@ -387,8 +399,14 @@ def test_aspire_maxsim_equals_brute_force(
             [docs[d] for d in top], [expected[d] for d in top], rtol=1e-5, atol=1e-5
         )
     written = json.loads(report.read_text())
-    if "hits" in extra:
+    if written["aspire_mode"] == "hits":
         assert written["uncertified_queries"] == 0 and written["certified_queries"] == 15
+    else:
+        assert written["index"] == "exact-maxsim"
+    if "ivf" in extra:
+        assert written["aspire_mode"] == "hits"
+        assert written["recall"]["level"] == "sentence"
+        assert written["recall"]["recall_mean"] == pytest.approx(1.0)
 
 
 def test_aspire_hits_with_small_k_prime_is_approximate_but_reported(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from pathlib import Path
 
 import pytest
+
 from citeval import fusion
 from citeval.errors import ConfigError
 from citeval.fusion import reciprocal_rank_fusion

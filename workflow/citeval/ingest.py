@@ -14,7 +14,7 @@ magic bytes — or ``.parquet``) into a staging directory::
 
     <staging>/shard.json             per-shard report (see ``ShardReport``)
     <staging>/papers/part-NNNNN.parquet     paper_id, title, abstract, year, fields, _line
-    <staging>/edges/part-NNNNN.parquet      citing_id, cited_id
+    <staging>/edges/part-NNNNN.parquet      citing_id, cited_id, _own
     <staging>/abstracts/part-NNNNN.parquet  paper_id, abstract, _line   (s2ag-abstracts)
 
 ``_line`` is the 1-based line (JSON) or row (parquet) number of the source record; the
@@ -80,6 +80,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -135,8 +136,12 @@ STAGE_PAPERS_SCHEMA = pa.schema(
         ("_line", pa.int64()),
     ]
 )
-# Edges carry no _line: no error ever points at one, and they outnumber papers 10-30x.
-STAGE_EDGES_SCHEMA = pa.schema([("citing_id", pa.string()), ("cited_id", pa.string())])
+# Edges carry no _line (no error ever points at one, and they outnumber papers 10-30x) but
+# ``_own``: which end is the staged record's own paper (1 citing, 2 cited, 0 neither), so
+# merge knows that end is in the corpus without a lookup.
+STAGE_EDGES_SCHEMA = pa.schema(
+    [("citing_id", pa.string()), ("cited_id", pa.string()), ("_own", pa.int8())]
+)
 STAGE_ABSTRACTS_SCHEMA = pa.schema(
     [("paper_id", pa.string()), ("abstract", pa.string()), ("_line", pa.int64())]
 )
@@ -560,7 +565,9 @@ def _edges_from_lists(
     in_parents = pc.list_parent_indices(inbound)
     citing = pa.concat_arrays([ids.take(out_parents), pc.list_flatten(inbound)])
     cited = pa.concat_arrays([pc.list_flatten(outbound), ids.take(in_parents)])
-    return pa.RecordBatch.from_arrays([citing, cited], schema=STAGE_EDGES_SCHEMA)
+    own = np.full(len(citing), 2, dtype=np.int8)
+    own[: len(out_parents)] = 1
+    return pa.RecordBatch.from_arrays([citing, cited, pa.array(own)], schema=STAGE_EDGES_SCHEMA)
 
 
 def _stage_v2020(records: list[V2020Paper], lines: np.ndarray, out: StagingWriters) -> None:
@@ -627,7 +634,12 @@ def _stage_s2ag_citations(
         citing.append(str(record.citingcorpusid))
         cited.append(str(record.citedcorpusid))
     batch = pa.RecordBatch.from_arrays(
-        [pa.array(citing, pa.string()), pa.array(cited, pa.string())], schema=STAGE_EDGES_SCHEMA
+        [
+            pa.array(citing, pa.string()),
+            pa.array(cited, pa.string()),
+            pa.array(np.zeros(len(citing), dtype=np.int8)),
+        ],
+        schema=STAGE_EDGES_SCHEMA,
     )
     out.write_edges(batch)
     out.report.records_written += batch.num_rows
@@ -975,7 +987,11 @@ def _union(shards: list[StagedShard], part: str, columns: str) -> str | None:
 
 
 class Merger:
-    """The DuckDB side of ``merge``: one connection, temp tables, counts on the way."""
+    """The DuckDB side of ``merge``: one private in-memory database, counts on the way.
+
+    Tables live in the main schema (not TEMP) so that a second cursor can stream the
+    citations while the first streams the papers.
+    """
 
     def __init__(
         self,
@@ -1026,9 +1042,9 @@ class Merger:
     def dedupe(self, view: str, what: str) -> str:
         """Resolve repeated paper_ids in ``view``; return the name of the deduplicated view."""
         self.sql(
-            f"CREATE TEMP TABLE {view}_dup AS SELECT paper_id, count(*) AS n "
+            f"CREATE TABLE {view}_dup AS SELECT paper_id, count(*) AS n "
             f"FROM {view} GROUP BY paper_id HAVING count(*) > 1",
-            f"duplicate {what} ids",
+            f"find duplicate {what}",
         )
         dup_ids, extra = self.con.execute(
             f"SELECT count(*), coalesce(sum(n - 1), 0) FROM {view}_dup"
@@ -1062,105 +1078,119 @@ class Merger:
         ]
         # Only the (few) repeated ids go through the window; the bulk is an anti-join.
         self.sql(
-            f"CREATE TEMP TABLE {view}_losers AS SELECT _shard, _line FROM ("
+            f"CREATE TABLE {view}_losers AS SELECT _shard, _line FROM ("
             f"  SELECT _shard, _line, row_number() OVER "
             f"    (PARTITION BY paper_id ORDER BY _shard, _line) AS rn"
             f"  FROM {view} WHERE paper_id IN (SELECT paper_id FROM {view}_dup)"
             f") WHERE rn > 1",
-            f"keep first {what} record",
+            f"keep the first of each duplicate {what}",
         )
         self.sql(
-            f"CREATE TEMP VIEW {view}_kept AS SELECT * FROM {view} v WHERE NOT EXISTS ("
+            f"CREATE VIEW {view}_kept AS SELECT * FROM {view} v WHERE NOT EXISTS ("
             f"SELECT 1 FROM {view}_losers l WHERE l._shard = v._shard AND l._line = v._line)"
         )
         return f"{view}_kept"
 
-    def run(self) -> tuple[str, str]:
-        """Build the temp tables; return the SQL of the final papers and citations tables."""
-        papers_union = _union(self.shards, "papers", "paper_id, title, abstract, year, fields")
-        self.sql(f"CREATE TEMP VIEW papers_raw AS {papers_union}")
-        papers = self.dedupe("papers_raw", "papers")
-        self.sql(f"CREATE TEMP TABLE ids AS SELECT paper_id FROM {papers}", "collect paper ids")
-        self.counts["papers"] = self.scalar("SELECT count(*) FROM ids")
-
-        abstract_sql, abstract_join = "p.abstract", ""
+    def _attach_abstracts(self) -> tuple[str, str]:
+        """Stage the S2AG abstracts; return the SQL expression and join that attach them."""
         abstracts_union = _union(self.shards, "abstracts", "paper_id, abstract")
-        if abstracts_union:
-            self.sql(f"CREATE TEMP VIEW abstracts_raw AS {abstracts_union}")
-            abstracts = self.dedupe("abstracts_raw", "abstracts")
-            self.sql(
-                f"CREATE TEMP TABLE abstracts AS SELECT paper_id, abstract FROM {abstracts}",
-                "collect abstracts",
-            )
-            self.counts["abstracts_read"] = self.scalar("SELECT count(*) FROM abstracts")
-            self.counts["abstract_for_unknown_paper"] = self.scalar(
-                "SELECT count(*) FROM abstracts a WHERE NOT EXISTS "
-                "(SELECT 1 FROM ids WHERE ids.paper_id = a.paper_id)"
-            )
+        if not abstracts_union:
+            return "p.abstract", ""
+        self.sql(f"CREATE VIEW abstracts_raw AS {abstracts_union}")
+        abstracts = self.dedupe("abstracts_raw", "abstracts")
+        self.sql(
+            f"CREATE TABLE abstracts AS SELECT paper_id, abstract FROM {abstracts}",
+            "collect abstracts",
+        )
+        unknown = (
+            "FROM abstracts a WHERE NOT EXISTS (SELECT 1 FROM ids WHERE ids.paper_id = a.paper_id)"
+        )
+        self.counts["abstract_for_unknown_paper"] = self.scalar(f"SELECT count(*) {unknown}")
+        if self.counts["abstract_for_unknown_paper"]:
             self.examples["abstract_for_unknown_paper"] = [
                 r[0]
                 for r in self.con.execute(
-                    "SELECT paper_id FROM abstracts a WHERE NOT EXISTS "
-                    "(SELECT 1 FROM ids WHERE ids.paper_id = a.paper_id) "
-                    f"ORDER BY paper_id LIMIT {MAX_EXAMPLES}"
+                    f"SELECT paper_id {unknown} ORDER BY paper_id LIMIT {MAX_EXAMPLES}"
                 ).fetchall()
             ]
-            abstract_sql = "coalesce(a.abstract, p.abstract)"
-            abstract_join = "LEFT JOIN abstracts a ON a.paper_id = p.paper_id"
+        return "coalesce(a.abstract, p.abstract)", "LEFT JOIN abstracts a USING (paper_id)"
 
-        edge_parts = [p for s in self.shards for p in s.parts("edges")]
-        if edge_parts:
-            edges_union = f"SELECT citing_id, cited_id FROM read_parquet({_sql_list(edge_parts)})"
-        else:
-            edges_union = "SELECT NULL::VARCHAR AS citing_id, NULL::VARCHAR AS cited_id WHERE false"
+    def _build_edges(self) -> None:
+        """Deduplicate the edges, count self-citations and dangling edges, keep the rest."""
+        parts = [p for s in self.shards for p in s.parts("edges")]
+        source = (
+            f"read_parquet({_sql_list(parts)})"
+            if parts
+            else "(SELECT NULL::VARCHAR AS citing_id, NULL::VARCHAR AS cited_id, "
+            "0::TINYINT AS _own WHERE false)"
+        )
+        # An end that was some staged record's own paper is in the corpus whatever else
+        # happens (a dropped duplicate leaves its id behind), so only the other ends need
+        # the membership join. In a complete corpus every edge is staged from both ends and
+        # no lookup is needed at all.
         self.sql(
-            "CREATE TEMP TABLE edges_distinct AS SELECT DISTINCT citing_id, cited_id "
-            f"FROM ({edges_union})",
+            "CREATE TABLE edges_distinct AS SELECT citing_id, cited_id, "
+            "bool_or(_own = 1) AS citing_known, bool_or(_own = 2) AS cited_known "
+            f"FROM {source} GROUP BY citing_id, cited_id",
             "deduplicate edges",
+        )
+        in_corpus = (
+            "(citing_known OR citing_id IN (SELECT paper_id FROM ids)) "
+            "AND (cited_known OR cited_id IN (SELECT paper_id FROM ids))"
+        )
+        self.sql(
+            "CREATE TABLE edges AS "
+            "SELECT citing_id, cited_id FROM edges_distinct "
+            "WHERE citing_known AND cited_known AND citing_id <> cited_id "
+            "UNION ALL "
+            "SELECT citing_id, cited_id FROM edges_distinct "
+            "WHERE NOT (citing_known AND cited_known) AND citing_id <> cited_id "
+            f"AND {in_corpus}",
+            "drop self-citations and dangling edges",
         )
         distinct, self_edges = self.con.execute(
             "SELECT count(*), count(*) FILTER (WHERE citing_id = cited_id) FROM edges_distinct"
         ).fetchone()
-        self.sql(
-            "CREATE TEMP TABLE edges AS SELECT citing_id, cited_id FROM edges_distinct "
-            "WHERE citing_id <> cited_id "
-            "AND citing_id IN (SELECT paper_id FROM ids) "
-            "AND cited_id IN (SELECT paper_id FROM ids)",
-            "drop self-citations and dangling edges",
-        )
         written = self.scalar("SELECT count(*) FROM edges")
         self.counts["citation_edges_distinct"] = int(distinct)
         self.counts["self_citations"] = int(self_edges)
         self.counts["dangling_edges"] = int(distinct - self_edges - written)
-        self.counts["citation_edges_written"] = int(written)
         if self.counts["dangling_edges"]:
             self.examples["dangling_edges"] = [
                 list(r)
                 for r in self.con.execute(
-                    "SELECT citing_id, cited_id FROM edges_distinct d "
-                    "WHERE citing_id <> cited_id AND NOT ("
-                    " EXISTS (SELECT 1 FROM ids WHERE ids.paper_id = d.citing_id) AND"
-                    " EXISTS (SELECT 1 FROM ids WHERE ids.paper_id = d.cited_id)) "
+                    "SELECT citing_id, cited_id FROM edges_distinct "
+                    "WHERE NOT (citing_known AND cited_known) AND citing_id <> cited_id "
+                    f"AND NOT ({in_corpus}) "
                     f"ORDER BY citing_id, cited_id LIMIT {MAX_EXAMPLES}"
                 ).fetchall()
             ]
         self.sql("DROP TABLE edges_distinct")
         self.sql(
-            "CREATE TEMP TABLE n_ref AS SELECT citing_id AS paper_id, count(*)::INTEGER AS n "
-            "FROM edges GROUP BY citing_id",
-        )
-        self.sql(
-            "CREATE TEMP TABLE n_cit AS SELECT cited_id AS paper_id, count(*)::INTEGER AS n "
-            "FROM edges GROUP BY cited_id",
+            "CREATE TABLE citation_counts AS SELECT paper_id, "
+            "count(*) FILTER (WHERE cited)::INTEGER AS n_cited_by, "
+            "count(*) FILTER (WHERE NOT cited)::INTEGER AS n_references FROM ("
+            "  SELECT citing_id AS paper_id, false AS cited FROM edges"
+            "  UNION ALL SELECT cited_id, true FROM edges"
+            ") GROUP BY paper_id",
             "count citations per paper",
         )
+
+    def run(self) -> tuple[str, str]:
+        """Build the tables; return the SQL of the final papers and citations tables."""
+        papers_union = _union(self.shards, "papers", "paper_id, title, abstract, year, fields")
+        self.sql(f"CREATE VIEW papers_raw AS {papers_union}")
+        papers = self.dedupe("papers_raw", "papers")
+        self.sql(f"CREATE TABLE ids AS SELECT paper_id FROM {papers}", "collect paper ids")
+        abstract_sql, abstract_join = self._attach_abstracts()
+        self._build_edges()
         papers_sql = (
             f"SELECT p.paper_id, p.title, {abstract_sql} AS abstract, p.year, "
             "coalesce(p.fields, []::VARCHAR[]) AS fields, "
-            "coalesce(c.n, 0)::INTEGER AS n_cited_by, coalesce(r.n, 0)::INTEGER AS n_references "
+            "coalesce(c.n_cited_by, 0)::INTEGER AS n_cited_by, "
+            "coalesce(c.n_references, 0)::INTEGER AS n_references "
             f"FROM {papers} p {abstract_join} "
-            "LEFT JOIN n_cit c ON c.paper_id = p.paper_id "
-            "LEFT JOIN n_ref r ON r.paper_id = p.paper_id "
+            "LEFT JOIN citation_counts c USING (paper_id) "
             "ORDER BY p.paper_id"
         )
         citations_sql = "SELECT citing_id, cited_id FROM edges ORDER BY citing_id, cited_id"
@@ -1175,7 +1205,10 @@ class Merger:
         row_group: int,
         what: str,
     ) -> PartWriter:
-        """Stream ``query`` into parts; rows arrive sorted, so the files are deterministic."""
+        """Stream ``query`` into parts; rows arrive sorted, so the files are deterministic.
+
+        Runs on its own cursor, so that two tables can be written from two threads.
+        """
         writer = PartWriter(
             directory,
             schema,
@@ -1184,11 +1217,12 @@ class Merger:
             options=PARQUET_OPTIONS,
         )
         started = time.perf_counter()
-        reader = self.con.sql(query).to_arrow_reader(row_group)
-        with tqdm(unit="rows", desc=f"write {what}", mininterval=5, leave=False) as bar:
-            for batch in reader:
-                writer.write(batch)
-                bar.update(batch.num_rows)
+        with self.con.cursor() as cursor:
+            reader = cursor.sql(query).to_arrow_reader(row_group)
+            with tqdm(unit="rows", desc=f"write {what}", mininterval=5, leave=False) as bar:
+                for batch in reader:
+                    writer.write(batch)
+                    bar.update(batch.num_rows)
         writer.close()
         log.info(
             "merge: wrote %d %s rows in %d parts (%.1f s)",
@@ -1240,22 +1274,28 @@ def merge_staging(
         with atomic_path(final) as tmp:
             tmp.mkdir()
             papers_sql, citations_sql = merger.run()
-            papers = merger.write(
-                papers_sql,
-                tmp / "papers",
-                PAPERS_SCHEMA,
-                rows_per_part,
-                PAPERS_ROW_GROUP,
-                "papers",
-            )
-            citations = merger.write(
-                citations_sql,
-                tmp / "citations",
-                CITATIONS_SCHEMA,
-                rows_per_part,
-                CITATIONS_ROW_GROUP,
-                "citations",
-            )
+            # The papers' compression and the citations' sort overlap on two threads
+            # (DuckDB and pyarrow release the GIL).
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                citations_job = pool.submit(
+                    merger.write,
+                    citations_sql,
+                    tmp / "citations",
+                    CITATIONS_SCHEMA,
+                    rows_per_part,
+                    CITATIONS_ROW_GROUP,
+                    "citations",
+                )
+                papers_job = pool.submit(
+                    merger.write,
+                    papers_sql,
+                    tmp / "papers",
+                    PAPERS_SCHEMA,
+                    rows_per_part,
+                    PAPERS_ROW_GROUP,
+                    "papers",
+                )
+                papers, citations = papers_job.result(), citations_job.result()
             report = build_report(shards, merger, papers, citations, on_duplicate, rows_per_part)
             (tmp / REPORT_NAME).write_text(
                 json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

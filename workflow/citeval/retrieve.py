@@ -511,7 +511,7 @@ def retrieve_aspire(
     )
     if recall_queries is not None:
         # Sentence-level recall of the index itself, on the query sentences.
-        report["recall"] = recall_report(
+        recall = recall_report(
             built,
             store,
             pool,
@@ -522,6 +522,8 @@ def retrieve_aspire(
             batch_size=batch_size,
             progress=progress,
         )
+        recall["level"] = "sentence"
+        report["recall"] = recall
     return run, report
 
 
