@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from citeval import ingest
 from citeval.errors import InputDataError
 from citeval.ingest import main, merge_staging, parse_shard
@@ -242,7 +243,8 @@ def test_wrong_types_name_the_field(tmp_path, override, field):
 def test_duplicate_paper_id_names_both_locations(tmp_path):
     one = write_jsonl(tmp_path / "one.jsonl", [paper("a"), paper("dup", title="first")])
     two = write_jsonl(
-        tmp_path / "two.jsonl", [paper("b"), paper("c"), paper("dup", title="second")]
+        tmp_path / "two.jsonl",
+        [paper("b"), paper("c"), paper("dup", title="second", outbound_citations=["a"])],
     )
     files = [("s2orc_v2020", one), ("s2orc_v2020", two)]
     with pytest.raises(InputDataError, match="duplicate") as info:
@@ -258,6 +260,8 @@ def test_duplicate_paper_id_names_both_locations(tmp_path):
         {"paper_id": "dup", "locations": [f"{one}:2", f"{two}:3"]}
     ]
     assert papers_of(corpus)["dup"]["title"] == "first"
+    # The copies describe one paper: the dropped copy's citations still count.
+    assert edges_of(corpus) == [("dup", "a")]
 
 
 def test_chunk_boundaries_do_not_change_the_result(tmp_path, monkeypatch):
@@ -464,3 +468,21 @@ def test_cli_reports_errors_in_one_line(tmp_path, capsys):
         main(["merge", "--staging", str(tmp_path / "nope"), "--output-dir", str(tmp_path / "d")])
         == 2
     )
+
+
+def test_memory_limit_leaves_headroom_for_arrow():
+    assert ingest.duckdb_memory_limit("2GB") == f"{int(2e9 * 0.75 / 2**20)}MiB"
+    assert ingest.duckdb_memory_limit("1 GiB") == "768MiB"
+    with pytest.raises(ValueError, match="not like"):
+        ingest.duckdb_memory_limit("lots")
+    with pytest.raises(SystemExit):
+        main(["merge", "--staging", "x", "--output-dir", "y", "--memory-limit", "2 bananas"])
+
+
+def test_empty_input_gives_an_empty_corpus(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    corpus, report = ingest_files(tmp_path, [("s2orc_v2020", path)])
+    assert report["totals"]["papers_written"] == 0
+    assert pq.read_table(corpus / "papers").schema == ingest.PAPERS_SCHEMA
+    assert pq.read_table(corpus / "citations").num_rows == 0

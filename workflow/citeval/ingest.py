@@ -57,14 +57,23 @@ Decisions on messy records:
   treats blank titles as missing). A null ``mag_field_of_study`` becomes ``[]``.
 - Blank lines are skipped and counted (``blank_lines``).
 
-**merge** uses DuckDB out of core over the staging parquet (``--memory-limit``, spilling to
-a temporary directory): duplicate ``paper_id`` s fail naming both ``file:line`` locations,
-or with ``keep_first`` keep the first and are counted; S2AG abstracts are attached by
-corpus id; edges are deduplicated, self-citations and edges with an end outside the corpus
-(``dangling_edges``) are dropped and counted; ``n_cited_by``/``n_references`` come from the
-final edges. The tables (see docs/contracts.md) are written in fixed-size row groups and
-parts so that the same staging input gives byte-identical files, and the whole output
-directory appears atomically.
+**merge** uses DuckDB out of core over the staging parquet (``--memory-limit`` is the
+whole merge's budget: DuckDB gets 3/4 of it and spills to a temporary directory beyond
+that, the rest covers the Arrow batches being written):
+
+- a repeated ``paper_id`` fails naming both ``file:line`` locations, or with ``keep_first``
+  the first record by (shard order, line) is kept and the rest are counted
+  (``duplicate_papers``). The citation lists of every copy still contribute edges: they
+  describe the same paper. S2AG abstracts with a repeated corpus id follow the same rule.
+- S2AG abstracts are attached by corpus id; one whose paper is not in the corpus is
+  counted (``abstract_for_unknown_paper``).
+- Edges (outbound, inbound and S2AG citations) are deduplicated; self-citations
+  (``self_citations``) and edges with an end outside the corpus (``dangling_edges``) are
+  dropped and counted, with the first few as examples. ``n_cited_by``/``n_references``
+  are counted on the edges that remain.
+- The tables (docs/contracts.md) are written sorted, in fixed-size row groups and parts,
+  so the same staging input gives byte-identical files; ``ingest_report.json`` holds the
+  inputs, every shard report and the totals. The output directory appears atomically.
 """
 
 from __future__ import annotations
@@ -1237,6 +1246,22 @@ class Merger:
         self.con.close()
 
 
+_MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(MB|GB|MiB|GiB)\s*$")
+_MEMORY_UNITS = {"MB": 10**6, "GB": 10**9, "MiB": 2**20, "GiB": 2**30}
+# Share of --memory-limit handed to DuckDB; the rest covers what DuckDB does not count:
+# the Arrow batches in flight and the parquet writers' row groups (two tables at once).
+DUCKDB_MEMORY_SHARE = 0.75
+
+
+def duckdb_memory_limit(limit: str) -> str:
+    """DuckDB's ``memory_limit`` for a whole-process budget such as ``2GB`` or ``1.5 GiB``."""
+    match = _MEMORY_RE.match(limit)
+    if not match:
+        raise ValueError(f"memory limit {limit!r} is not like '2GB', '500MB' or '1.5GiB'")
+    total = float(match.group(1)) * _MEMORY_UNITS[match.group(2)]
+    return f"{max(128, int(total * DUCKDB_MEMORY_SHARE / 2**20))}MiB"
+
+
 def _sum(reports: Iterable[dict[str, Any]], key: str) -> int:
     return sum(int(r.get(key, 0)) for r in reports)
 
@@ -1266,7 +1291,7 @@ def merge_staging(
     merger = Merger(
         shards,
         on_duplicate=on_duplicate,
-        memory_limit=memory_limit,
+        memory_limit=duckdb_memory_limit(memory_limit),
         threads=threads,
         temp_dir=spill,
     )
@@ -1379,6 +1404,14 @@ def build_report(
 # CLI
 
 
+def _memory_argument(value: str) -> str:
+    try:
+        duckdb_memory_limit(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m citeval.ingest",
@@ -1405,7 +1438,12 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--output-dir", required=True, help="corpus directory to write")
     merge.add_argument("--on-duplicate", choices=["error", "keep_first"], default="error")
     merge.add_argument("--rows-per-part", type=int, default=1_000_000)
-    merge.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit")
+    merge.add_argument(
+        "--memory-limit",
+        default="2GB",
+        type=_memory_argument,
+        help="memory budget of the merge (e.g. 2GB); DuckDB gets 3/4 of it and spills beyond",
+    )
     merge.add_argument("--threads", type=int, default=2)
     merge.add_argument(
         "--temp-dir", default=None, help="where DuckDB spills (default: next to the output)"
