@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from citeval import bm25, lucene
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
@@ -241,6 +242,8 @@ def test_lucene_scores_match_exact_formula(corpus: dict, analyzed: dict) -> None
         for doc, score in hits:
             # float32 accumulation in Lucene vs float64 here.
             assert score == pytest.approx(reference[doc], rel=1e-5)
+        # Raw float32 scores, not Anserini's 4-decimal rounding.
+        assert any(round(score, 4) != score for _, score in hits)
         expected = [doc for doc, _ in rank_documents(reference, 10)]
         got = [doc for doc, _ in rank_documents(dict(hits), 10)]
         assert got == expected

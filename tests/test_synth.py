@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from citeval import synth
 from citeval.errors import ConfigError
 

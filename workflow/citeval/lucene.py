@@ -31,6 +31,13 @@ the wrapper object anyway. Two deliberate differences from pyserini's defaults:
   1024 distinct stems would fail with ``TooManyClauses``. :func:`start_jvm` raises the
   limit to :data:`MAX_CLAUSE_COUNT`.
 
+pyjnius pitfalls (found the hard way): never assign a Java *object* field from Python
+(``obj.field = value``): pyjnius 1.9 then deletes a global JNI reference as if it were a
+local one, which on Java >= 16 corrupts the JVM's reference storage and crashes a later
+garbage collection at random (``G1ParScanThreadState::copy_to_survivor_space``). Write
+such fields through a method call (commons-lang3 ``FieldUtils.writeField``), as here. And
+never import ``jnius`` before :func:`start_jvm`: the JVM would start without Anserini.
+
 Thread count: Anserini 1.7.1's ``SimpleSearcher.batch_search`` ignores its ``threads``
 argument and runs a work-stealing pool sized to the JVM's processor count. The only way to
 bound it is the JVM option ``-XX:ActiveProcessorCount``, set from ``processors`` here.
@@ -349,6 +356,7 @@ class Bm25Searcher:
         self.index_dir = path
         self.num_docs = int(self._searcher.get_total_num_docs())
         self._cascade_class = autoclass("io.anserini.rerank.RerankerCascade")
+        self._field_utils = autoclass("org.apache.commons.lang3.reflect.FieldUtils")
         self._list_class = autoclass("java.util.ArrayList")
         self.set_bm25(k1, b)
 
@@ -361,7 +369,11 @@ class Bm25Searcher:
         with java_errors("setting BM25 parameters"):
             self._searcher.set_bm25(self.k1, self.b)
             # An empty cascade drops Anserini's ScoreTiesAdjusterReranker (raw scores).
-            self._searcher.cascade = self._cascade_class()
+            # Never assign it as `searcher.cascade = ...`: pyjnius' object-field write
+            # calls DeleteLocalRef on a global reference, which on Java >= 16 (tagged JNI
+            # handles) corrupts the JVM's global-reference storage and crashes a later
+            # GC. A reflective write through a method call is safe.
+            self._field_utils.writeField(self._searcher, "cascade", self._cascade_class(), True)
 
     def search(self, query: str, k: int) -> Hits:
         """Top ``k`` documents for one query."""

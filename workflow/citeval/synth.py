@@ -667,10 +667,14 @@ def build_citations(structure: Structure, seed: int, *, progress: bool = True) -
     np.cumsum(np.bincount(dst_all, minlength=n), out=in_offsets[1:])
     # Edges are unique, so sorting (cited, citing) keys gives each inbound list sorted by
     # citing paper; numpy's SIMD sort of int64 beats a stable argsort by far.
-    key = dst_all.astype(np.int64) * n + src_all
+    # In-place arithmetic keeps the peak at one int64 copy of the edges.
+    key = dst_all.astype(np.int64)
+    key *= n
+    key += src_all
     del src_all
     key.sort()
-    in_sources = (key % n).astype(np.int32)
+    np.remainder(key, n, out=key)
+    in_sources = key.astype(np.int32)
     del key
     return CitationGraph(out_offsets, dst_all, in_offsets, in_sources)
 
