@@ -1,33 +1,5 @@
 # BM25 with Lucene (Anserini through pyserini): one index per pool, k1/b tuned on the
 # validation split, top-k runs for every test collection.
-BM25 = config["bm25"]
-
-
-def bm25_tuning_collections(wildcards):
-    """Validation collections that tune k1/b: the smallest pool, or every field."""
-    found = collections(wildcards.setup, "valid")
-    if not found:
-        raise ValueError(
-            f"bm25.tune.enabled is true but the {wildcards.setup}-level validation split is "
-            "empty: raise sampling.validation sizes or set bm25.tune.enabled: false"
-        )
-    if wildcards.setup == "dataset":
-        smallest = min(found, key=lambda item: int(item[0].removeprefix("pool-")))
-        found = [smallest]
-    return found
-
-
-def bm25_tuning_indexes(wildcards):
-    return [
-        f"{RESULTS}/indexes/bm25/{collection_dir(wildcards.setup, 'valid', group, rep)}"
-        for group, rep in bm25_tuning_collections(wildcards)
-    ]
-
-
-def bm25_parameters(wildcards):
-    if BM25["tune"]["enabled"]:
-        return f"{RESULTS}/tuning/bm25-{wildcards.setup}.json"
-    return []
 
 
 rule bm25_index:
@@ -36,6 +8,8 @@ rule bm25_index:
         samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
     output:
         directory(f"{RESULTS}/indexes/bm25/{{setup}}-{{split}}/{{group}}.rep{{rep}}"),
+    conda:
+        "../envs/bm25.yaml"
     log:
         f"{LOGS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
     benchmark:
@@ -65,6 +39,8 @@ rule bm25_tune:
         b_grid=" ".join(str(value) for value in BM25["tune"]["b_grid"]),
         metric=BM25["tune"]["metric"],
         k=config["retrieval"]["k"],
+    conda:
+        "../envs/bm25.yaml"
     log:
         f"{LOGS}/bm25_tune/{{setup}}.log",
     benchmark:
@@ -95,6 +71,8 @@ rule bm25_search:
             else f"--k1 {BM25['k1']} --b {BM25['b']}"
         ),
         k=config["retrieval"]["k"],
+    conda:
+        "../envs/bm25.yaml"
     log:
         f"{LOGS}/bm25_search/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
     benchmark:

@@ -26,6 +26,10 @@ DENSE_MODELS = list(config["encode"]["models"])
 FUSIONS = {fusion["name"]: fusion for fusion in config["fusion"]}
 MODELS = ["bm25", *DENSE_MODELS, *FUSIONS]
 NUM_ENCODE_SHARDS = config["encode"]["num_shards"]
+SAMPLING = config["sampling"]
+BM25 = config["bm25"]
+ENCODE = config["encode"]
+FAISS = config["faiss"]
 
 
 def _alternatives(names):
@@ -128,3 +132,75 @@ def test_metric_files(wildcards=None):
 
 def final_outputs(wildcards):
     return [f"{RESULTS}/tables/provenance.json", *test_metric_files()]
+
+
+# --- sample -----------------------------------------------------------------
+
+def sample_arguments(wildcards):
+    common = [
+        f"--seed {config['seed']}",
+        f"--query-year {SAMPLING['query_year']}",
+        f"--min-query-references {SAMPLING['min_query_references']}",
+        f"--on-too-small {SAMPLING['on_too_small']}",
+    ]
+    if SAMPLING["exclude_query_ids"]:
+        common.append(f"--exclude-query-ids '{SAMPLING['exclude_query_ids']}'")
+    if wildcards.setup == "dataset":
+        level = SAMPLING["dataset_level"]
+        specific = [
+            f"--num-queries {level['num_queries']}",
+            f"--num-valid-queries {SAMPLING['validation']['num_queries']}",
+            "--pool-sizes " + " ".join(str(size) for size in level["pool_sizes"]),
+        ]
+    else:
+        level = SAMPLING["field_level"]
+        specific = [
+            f"--num-queries {level['queries_per_field']}",
+            f"--num-valid-queries {SAMPLING['validation']['queries_per_field']}",
+            f"--pool-size {level['pool_size']}",
+            "--fields " + " ".join(f"'{name}'" for name in level["fields"]),
+        ]
+    return " ".join([*common, *specific, f"--repetitions {level['repetitions']}"])
+
+
+# --- bm25 -------------------------------------------------------------------
+
+
+def bm25_tuning_collections(wildcards):
+    """Validation collections that tune k1/b: the smallest pool, or every field."""
+    found = collections(wildcards.setup, "valid")
+    if not found:
+        raise ValueError(
+            f"bm25.tune.enabled is true but the {wildcards.setup}-level validation split is "
+            "empty: raise sampling.validation sizes or set bm25.tune.enabled: false"
+        )
+    if wildcards.setup == "dataset":
+        smallest = min(found, key=lambda item: int(item[0].removeprefix("pool-")))
+        found = [smallest]
+    return found
+
+
+def bm25_tuning_indexes(wildcards):
+    return [
+        f"{RESULTS}/indexes/bm25/{collection_dir(wildcards.setup, 'valid', group, rep)}"
+        for group, rep in bm25_tuning_collections(wildcards)
+    ]
+
+
+def bm25_parameters(wildcards):
+    if BM25["tune"]["enabled"]:
+        return f"{RESULTS}/tuning/bm25-{wildcards.setup}.json"
+    return []
+
+
+# --- encode -----------------------------------------------------------------
+
+def model_spec_json(wildcards):
+    return shlex.quote(json.dumps(config["models"][wildcards.dense_model], sort_keys=True))
+
+
+def embedding_shards(wildcards):
+    return [
+        f"{RESULTS}/embeddings/{wildcards.dense_model}/shard-{index:05d}.npy"
+        for index in range(NUM_ENCODE_SHARDS)
+    ]

@@ -1,18 +1,6 @@
 # Embedding shards: every paper in any test pool or query is embedded once per model and
 # reused across pools and repetitions. One job per shard; a finished shard is never redone.
 # GPU requests are cluster settings and live in profiles/ (set-resources), not here.
-ENCODE = config["encode"]
-
-
-def model_spec_json(wildcards):
-    return shlex.quote(json.dumps(config["models"][wildcards.dense_model], sort_keys=True))
-
-
-def embedding_shards(wildcards):
-    return [
-        f"{RESULTS}/embeddings/{wildcards.dense_model}/shard-{index:05d}.npy"
-        for index in range(NUM_ENCODE_SHARDS)
-    ]
 
 
 rule encode:
@@ -27,6 +15,8 @@ rule encode:
         device=ENCODE["device"],
     wildcard_constraints:
         index=r"\d{5}",
+    conda:
+        "../envs/dense.yaml"
     log:
         f"{LOGS}/encode/{{dense_model}}/shard-{{index}}.log",
     benchmark:

@@ -18,6 +18,8 @@ rule prefilter:
             ]
         ),
         memory_limit=config["ingest"]["memory_limit"],
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/prefilter.log",
     benchmark:

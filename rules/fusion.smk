@@ -13,6 +13,8 @@ rule fuse:
     params:
         k=lambda wildcards: FUSIONS[wildcards.fusion]["k"],
         depth=config["retrieval"]["k"],
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/fuse/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{fusion}}.log",
     resources:

@@ -1,6 +1,5 @@
 # Dense retrieval: a Faiss index over each pool's vectors (gathered from the shards), then
 # top-k search for the pool's queries.
-FAISS = config["faiss"]
 
 
 rule dense_retrieve:
@@ -19,6 +18,8 @@ rule dense_retrieve:
             f"--hnsw-ef-search {FAISS['hnsw_ef_search']}"
         ),
         k=config["retrieval"]["k"],
+    conda:
+        "../envs/dense.yaml"
     log:
         f"{LOGS}/dense_retrieve/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{dense_model}}.log",
     benchmark:

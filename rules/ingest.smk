@@ -10,6 +10,8 @@ rule ingest_parse:
     params:
         format=shard_format,
         max_bad_fraction=config["ingest"]["max_bad_fraction"],
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/ingest_parse/{{shard}}.log",
     benchmark:
@@ -31,6 +33,8 @@ rule ingest_merge:
         on_duplicate=config["ingest"]["on_duplicate"],
         rows_per_part=config["ingest"]["rows_per_part"],
         memory_limit=config["ingest"]["memory_limit"],
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/ingest_merge.log",
     benchmark:

@@ -10,6 +10,8 @@ rule metrics:
     params:
         qrels=lambda wildcards, input: f"{input.samples}/qrels/{wildcards.group}.rep{wildcards.rep}.qrels",
         cutoffs=" ".join(str(k) for k in config["metrics"]["cutoffs"]),
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.log",
     resources:

@@ -13,8 +13,10 @@ rule report:
         fields=" ".join(shlex.quote(name) for name in config["sampling"]["field_level"]["fields"]),
         cutoff=config["metrics"]["cutoffs"][0],
         config_json=shlex.quote(json.dumps(config, sort_keys=True)),
-        results=RESULTS,
-        output_dir=f"{RESULTS}/tables",
+        results=lambda wildcards, output: Path(output[0]).parent.parent,
+        output_dir=lambda wildcards, output: Path(output[0]).parent,
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/report.log",
     resources:

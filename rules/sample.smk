@@ -1,35 +1,6 @@
 # Query and pool sampling. A checkpoint: the collections it writes (one per group and
 # repetition) decide which retrieval jobs exist downstream.
 
-SAMPLING = config["sampling"]
-
-
-def sample_arguments(wildcards):
-    common = [
-        f"--seed {config['seed']}",
-        f"--query-year {SAMPLING['query_year']}",
-        f"--min-query-references {SAMPLING['min_query_references']}",
-        f"--on-too-small {SAMPLING['on_too_small']}",
-    ]
-    if SAMPLING["exclude_query_ids"]:
-        common.append(f"--exclude-query-ids '{SAMPLING['exclude_query_ids']}'")
-    if wildcards.setup == "dataset":
-        level = SAMPLING["dataset_level"]
-        specific = [
-            f"--num-queries {level['num_queries']}",
-            f"--num-valid-queries {SAMPLING['validation']['num_queries']}",
-            "--pool-sizes " + " ".join(str(size) for size in level["pool_sizes"]),
-        ]
-    else:
-        level = SAMPLING["field_level"]
-        specific = [
-            f"--num-queries {level['queries_per_field']}",
-            f"--num-valid-queries {SAMPLING['validation']['queries_per_field']}",
-            f"--pool-size {level['pool_size']}",
-            "--fields " + " ".join(f"'{name}'" for name in level["fields"]),
-        ]
-    return " ".join([*common, *specific, f"--repetitions {level['repetitions']}"])
-
 
 checkpoint sample:
     input:
@@ -42,8 +13,10 @@ checkpoint sample:
         report=f"{RESULTS}/samples/{{setup}}-report.json",
     params:
         arguments=sample_arguments,
-        output_dir=f"{RESULTS}/samples",
+        output_dir=lambda wildcards, output: Path(output.report).parent,
         memory_limit=config["ingest"]["memory_limit"],
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/sample/{{setup}}.log",
     benchmark:
@@ -63,6 +36,8 @@ rule embed_ids:
         [sample_dir(setup, "test") for setup in SETUPS],
     output:
         f"{RESULTS}/samples/embed_ids.parquet",
+    conda:
+        "../envs/core.yaml"
     log:
         f"{LOGS}/embed_ids.log",
     resources:

@@ -11,6 +11,8 @@ if config["corpus"].get("synthetic"):
             last_year=config["corpus"]["synthetic"]["last_year"],
             pattern=lambda wildcards: config["corpus"]["paths"][0],
             seed=config["seed"],
+        conda:
+            "../envs/core.yaml"
         log:
             f"{LOGS}/synth.log",
         benchmark:

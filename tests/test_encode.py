@@ -413,7 +413,7 @@ def test_killed_shard_resumes_after_its_last_checkpoint(
     def run_then_die(prepared, progress=None):
         if len(calls) == 2:
             raise KeyboardInterrupt("killed")
-        calls.append(len(prepared.input_ids))
+        calls.append(len(prepared))
         return original_run(prepared, progress)
 
     output = tmp_path / "embeddings" / "tiny" / "shard-00000.npy"
@@ -431,7 +431,7 @@ def test_killed_shard_resumes_after_its_last_checkpoint(
     calls.clear()
 
     def counting_run(prepared, progress=None):
-        calls.append(len(prepared.input_ids))
+        calls.append(len(prepared))
         return original_run(prepared, progress)
 
     encoder.run = counting_run

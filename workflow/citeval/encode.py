@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
@@ -51,6 +52,8 @@ from citeval.models import DEVICES, Encoded, Encoder, ModelSpec, load_encoder, l
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_SIZE = 10_000
+# Rows per Arrow batch of the corpus range scan (title + abstract: ~1.5 KB a row).
+SCAN_BATCH = 16_384
 IDS_SUFFIX = ".ids.parquet"
 PARTIAL_DIR = ".partial"
 
@@ -115,11 +118,18 @@ def iter_paper_chunks(
     memory_limit: str = "2GB",
     threads: int = 2,
     temp_directory: str | os.PathLike | None = None,
+    scan_batch: int = SCAN_BATCH,
 ) -> Iterator[pa.Table]:
     """Yield (paper_id, title, abstract) for ``ids`` (sorted), ``chunk_size`` rows at a time.
 
-    Each chunk is checked against the expected ids, so a paper missing from the corpus is
-    reported by id instead of shifting every later vector.
+    The corpus parts are sorted by paper_id (docs/contracts.md), so a range scan in file
+    order already yields the shard's papers in id order: DuckDB guarantees the row order
+    of a single-table scan with a WHERE clause (a join or ORDER BY would not, or would
+    hold the whole shard's text to sort it). The BETWEEN bounds skip row groups outside
+    the shard by their min/max statistics; the semi-join itself is a hash lookup on each
+    scanned batch. Memory: one scan batch plus one chunk. Each chunk is checked against
+    the expected ids, so a paper missing from the corpus (or an unsorted corpus) is
+    reported instead of shifting every later vector.
     """
     import duckdb
 
@@ -129,30 +139,31 @@ def iter_paper_chunks(
     files = sorted(papers_path.glob("*.parquet")) if papers_path.is_dir() else [papers_path]
     if not files:
         raise InputDataError("no parquet files in the papers directory", path=str(papers))
-    connection = duckdb.connect(config={"memory_limit": memory_limit, "threads": threads})
+    connection = duckdb.connect(
+        config={
+            "memory_limit": memory_limit,
+            "threads": threads,
+            "preserve_insertion_order": True,
+        }
+    )
     try:
         if temp_directory is not None:
             connection.execute("SET temp_directory = ?", [str(temp_directory)])
-        connection.register("wanted", pa.table({"paper_id": ids}))
-        # The BETWEEN bounds let DuckDB skip row groups outside the shard's id range by
-        # their min/max statistics; the semi-join then keeps the wanted rows only.
         # A relation streams its result; a DB-API cursor's Arrow output would copy it all.
         reader = connection.sql(
             """
-            SELECT p.paper_id, p.title, p.abstract
-            FROM read_parquet($files) AS p
-            WHERE p.paper_id BETWEEN $first AND $last
-              AND p.paper_id IN (SELECT paper_id FROM wanted)
-            ORDER BY p.paper_id
+            SELECT paper_id, title, abstract
+            FROM read_parquet($files)
+            WHERE paper_id BETWEEN $first AND $last
             """,
             params={
                 "files": [str(file) for file in files],
                 "first": ids[0].as_py(),
                 "last": ids[-1].as_py(),
             },
-        ).to_arrow_reader(batch_size=chunk_size)
+        ).to_arrow_reader(batch_size=scan_batch)
         expected = 0
-        pending: list[pa.RecordBatch] = []
+        pending: list[pa.Table] = []
         pending_rows = 0
 
         def emit(table: pa.Table) -> pa.Table:
@@ -165,16 +176,19 @@ def iter_paper_chunks(
             return table
 
         for batch in reader:
-            pending.append(batch)
-            pending_rows += batch.num_rows
+            wanted = batch.filter(pc.is_in(batch.column("paper_id"), value_set=ids))
+            if wanted.num_rows == 0:
+                continue
+            pending.append(pa.Table.from_batches([wanted]))
+            pending_rows += wanted.num_rows
             while pending_rows >= chunk_size:
-                table = pa.Table.from_batches(pending).combine_chunks()
+                table = pa.concat_tables(pending).combine_chunks()
                 yield emit(table.slice(0, chunk_size))
                 rest = table.slice(chunk_size)
-                pending = rest.to_batches()
+                pending = [rest] if rest.num_rows else []
                 pending_rows = rest.num_rows
         if pending_rows:
-            yield emit(pa.Table.from_batches(pending).combine_chunks())
+            yield emit(pa.concat_tables(pending).combine_chunks())
         if expected != len(ids):
             _raise_mismatch(papers, ids.slice(expected), pa.array([], pa.string()))
     finally:
@@ -182,14 +196,23 @@ def iter_paper_chunks(
 
 
 def _raise_mismatch(papers: str | os.PathLike, want: pa.Array, got: pa.Array) -> None:
-    found = set(got.to_pylist())
+    got_ids = got.to_pylist()
+    found = set(got_ids)
     missing = [paper_id for paper_id in want.to_pylist() if paper_id not in found]
     if missing:
         raise InputDataError(
             f"{len(missing)} paper id(s) to embed are not in the corpus, e.g. {missing[:5]}",
             path=str(papers),
         )
-    raise InputDataError("duplicate paper ids in the corpus", path=str(papers), field="paper_id")
+    if len(found) < len(got_ids):
+        raise InputDataError(
+            "duplicate paper ids in the corpus", path=str(papers), field="paper_id"
+        )
+    raise InputDataError(
+        "the corpus parts are not sorted by paper_id (docs/contracts.md)",
+        path=str(papers),
+        field="paper_id",
+    )
 
 
 def iter_encoded(

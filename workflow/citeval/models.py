@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import importlib
+import itertools
 import json
 import logging
 import os
@@ -73,6 +74,9 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "similarity": "ip",
     "adapter": None,
 }
+
+# Texts per tokenizer call inside Encoder.prepare (bounds the tokenizer's memory).
+TOKENIZE_BATCH = 1024
 
 # Tokenizers without a configured limit report a huge sentinel instead of None.
 _UNBOUNDED_MODEL_MAX_LENGTH = 1_000_000
@@ -378,11 +382,22 @@ def aspire_pool(
 
 @dataclass
 class Prepared:
-    """Tokenised inputs of one call, in input order (CPU side of :meth:`Encoder.encode`)."""
+    """Tokenised inputs of one call, in input order (CPU side of :meth:`Encoder.encode`).
 
-    input_ids: list[list[int]]
-    sentences: list[np.ndarray] | None
-    lengths: np.ndarray
+    Stored flat (CSR): input ``i`` has tokens ``token_ids[starts[i]:starts[i + 1]]``;
+    4 bytes a token instead of a Python int object each.
+    """
+
+    token_ids: np.ndarray
+    starts: np.ndarray
+    sentences: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.starts)
 
 
 @dataclass
@@ -518,35 +533,63 @@ class Encoder:
         ]
 
     def prepare(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Prepared:
-        """Tokenise (CPU only; safe to run in a thread while the model works on a batch)."""
-        texts = self.texts(titles, abstracts)
+        """Tokenise (CPU only; safe to run in a thread while the model works on a batch).
+
+        Texts go to the tokenizer ``TOKENIZE_BATCH`` at a time: its per-token Rust objects
+        (strings, offsets, the truncated overflow) take ~100 bytes a token, so a whole
+        chunk at once would cost hundreds of MB that the allocator keeps afterwards.
+        """
         aspire = self.spec.multi_vector
-        encoding = self.tokenizer(
-            texts,
-            truncation=True,
-            max_length=self.max_length,
-            padding=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            return_offsets_mapping=aspire,
-        )
-        input_ids = encoding["input_ids"]
+        sep = self.tokenizer.sep_token
+        token_pieces: list[np.ndarray] = []
+        sentence_pieces: list[np.ndarray] = []
+        lengths: list[int] = []
+        for begin in range(0, len(titles), TOKENIZE_BATCH):
+            part_titles = titles[begin : begin + TOKENIZE_BATCH]
+            part_abstracts = abstracts[begin : begin + TOKENIZE_BATCH]
+            encoding = self.tokenizer(
+                self.texts(part_titles, part_abstracts),
+                truncation=True,
+                max_length=self.max_length,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+                return_offsets_mapping=aspire,
+            )
+            input_ids = encoding["input_ids"]
+            part_lengths = [len(ids) for ids in input_ids]
+            token_pieces.append(
+                np.fromiter(
+                    itertools.chain.from_iterable(input_ids),
+                    dtype=np.int32,
+                    count=sum(part_lengths),
+                )
+            )
+            lengths.extend(part_lengths)
+            if aspire:
+                sentence_pieces.extend(
+                    token_sentences(offsets, sentence_spans(title, abstract, sep))
+                    for offsets, title, abstract in zip(
+                        encoding["offset_mapping"], part_titles, part_abstracts, strict=True
+                    )
+                )
+            del encoding, input_ids
+        starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        token_ids = np.concatenate(token_pieces) if token_pieces else np.zeros(0, np.int32)
         sentences = None
         if aspire:
-            sep = self.tokenizer.sep_token
-            sentences = [
-                token_sentences(offsets, sentence_spans(title, abstract, sep))
-                for offsets, title, abstract in zip(
-                    encoding["offset_mapping"], titles, abstracts, strict=True
-                )
-            ]
-        lengths = np.fromiter((len(ids) for ids in input_ids), dtype=np.int64, count=len(texts))
-        return Prepared(input_ids=input_ids, sentences=sentences, lengths=lengths)
+            sentences = (
+                np.concatenate(sentence_pieces).astype(np.int32)
+                if sentence_pieces
+                else np.zeros(0, np.int32)
+            )
+        return Prepared(token_ids=token_ids, starts=starts, sentences=sentences)
 
     def run(self, prepared: Prepared, progress: Any | None = None) -> Encoded:
         """Encode prepared inputs in length-sorted batches and restore the input order."""
         torch = self._torch
-        count = len(prepared.input_ids)
+        count = len(prepared)
         if count == 0:
             return Encoded(
                 vectors=np.zeros((0, self.dim), dtype=np.float32),
@@ -555,7 +598,9 @@ class Encoder:
             )
         # Longest first: similar lengths share a batch (little padding), and an
         # out-of-memory batch shows up at the start instead of hours in.
-        order = np.argsort(-prepared.lengths, kind="stable")
+        lengths = prepared.lengths
+        starts = prepared.starts
+        order = np.argsort(-lengths, kind="stable")
         pad_id = int(self.tokenizer.pad_token_id)
         outputs: list[Any] = []
         rows: list[Any] = []
@@ -564,13 +609,13 @@ class Encoder:
         with torch.inference_mode():
             for begin in range(0, count, batch_size):
                 members = order[begin : begin + batch_size]
-                width = int(prepared.lengths[members].max())
+                width = int(lengths[members].max())
                 ids = np.full((len(members), width), pad_id, dtype=np.int64)
                 mask = np.zeros((len(members), width), dtype=np.int64)
                 for row, member in enumerate(members):
-                    length = prepared.lengths[member]
-                    ids[row, :length] = prepared.input_ids[member]
-                    mask[row, :length] = 1
+                    begin_token, end_token = starts[member], starts[member + 1]
+                    ids[row, : end_token - begin_token] = prepared.token_ids[begin_token:end_token]
+                    mask[row, : end_token - begin_token] = 1
                 input_ids = torch.from_numpy(ids).to(self.device, non_blocking=True)
                 attention = torch.from_numpy(mask).to(self.device, non_blocking=True)
                 members_t = torch.from_numpy(members).to(self.device)
@@ -578,7 +623,10 @@ class Encoder:
                     assert prepared.sentences is not None
                     token_sentence = np.full((len(members), width), -1, dtype=np.int64)
                     for row, member in enumerate(members):
-                        token_sentence[row, : prepared.lengths[member]] = prepared.sentences[member]
+                        begin_token, end_token = starts[member], starts[member + 1]
+                        token_sentence[row, : end_token - begin_token] = prepared.sentences[
+                            begin_token:end_token
+                        ]
                     out = self.model(
                         input_ids=input_ids, attention_mask=attention, output_hidden_states=True
                     )
