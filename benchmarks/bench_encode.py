@@ -209,7 +209,7 @@ def write_corpus(root: Path, num_papers: int, seed: int, rows_per_part: int = 10
     string order is the numeric order.
     """
     papers_dir = root / "corpus" / "papers"
-    papers_dir.mkdir(parents=True)
+    papers_dir.mkdir(parents=True, exist_ok=True)
     text = SyntheticText(seed)
     ids_writer = pq.ParquetWriter(
         root / "embed_ids.parquet", pa.schema([("paper_id", pa.string())]), **PARQUET_OPTIONS
@@ -240,9 +240,16 @@ def write_corpus(root: Path, num_papers: int, seed: int, rows_per_part: int = 10
 def run_stage(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     spec = model_spec(args, workdir)
     started = time.perf_counter()
-    papers_dir = write_corpus(workdir, args.num_papers, args.seed)
+    papers_dir = workdir / "corpus" / "papers"
+    ids_file = workdir / "embed_ids.parquet"
+    if ids_file.exists() and pq.read_metadata(ids_file).num_rows == args.num_papers:
+        log.info("reusing the corpus in %s", workdir)
+    else:
+        shutil.rmtree(workdir / "corpus", ignore_errors=True)
+        write_corpus(workdir, args.num_papers, args.seed)
     corpus_seconds = time.perf_counter() - started
     output = workdir / "embeddings" / spec.name / "shard-00000.npy"
+    shutil.rmtree(output.parent, ignore_errors=True)
     command = [
         sys.executable,
         "-m",
@@ -254,7 +261,7 @@ def run_stage(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "--papers",
         str(papers_dir),
         "--ids",
-        str(workdir / "embed_ids.parquet"),
+        str(ids_file),
         "--shard-id",
         "0",
         "--num-shards",

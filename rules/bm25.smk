@@ -33,8 +33,9 @@ rule bm25_tune:
         f"{RESULTS}/tuning/bm25-{{setup}}.json",
     params:
         collections=lambda wildcards: " ".join(
-            f"{group}.rep{rep}" for group, rep in bm25_tuning_collections(wildcards)
+            f"--collection {group}.rep{rep}" for group, rep in bm25_tuning_collections(wildcards)
         ),
+        index_root=lambda wildcards, input: Path(input.indexes[0]).parent,
         k1_grid=" ".join(str(value) for value in BM25["tune"]["k1_grid"]),
         b_grid=" ".join(str(value) for value in BM25["tune"]["b_grid"]),
         metric=BM25["tune"]["metric"],
@@ -50,8 +51,8 @@ rule bm25_tune:
         mem_mb=4000,
         runtime=240,
     shell:
-        "python -m citeval.bm25 tune --index-dirs {input.indexes} --papers {input.corpus}/papers "
-        "--samples {input.samples} --collections {params.collections} "
+        "python -m citeval.bm25 tune --papers {input.corpus}/papers --sample-dir {input.samples} "
+        "--index-root {params.index_root} {params.collections} "
         "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric} "
         "--k {params.k} --threads {threads} --output {output} 2> {log}"
 

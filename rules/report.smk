@@ -12,7 +12,7 @@ rule report:
         models=" ".join(MODELS),
         fields=" ".join(shlex.quote(name) for name in config["sampling"]["field_level"]["fields"]),
         cutoff=config["metrics"]["cutoffs"][0],
-        config_json=shlex.quote(json.dumps(config, sort_keys=True)),
+        config_json=lambda wildcards: shlex.quote(json.dumps(config, sort_keys=True)),
         results=lambda wildcards, output: Path(output[0]).parent.parent,
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:

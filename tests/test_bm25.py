@@ -181,6 +181,18 @@ def test_unknown_pool_is_an_input_error(corpus: dict, tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+def test_pool_paper_missing_from_corpus_is_an_input_error(corpus: dict, tmp_path: Path) -> None:
+    pools = tmp_path / "pools.parquet"
+    table = pq.read_table(corpus["sample"] / "pools.parquet")
+    extra = pa.table(
+        {"group": ["pool-100"], "rep": pa.array([0], pa.int16()), "paper_id": ["p9999"]}
+    )
+    pq.write_table(pa.concat_tables([table, extra]), pools)
+    with pytest.raises(InputDataError, match=r"1 papers of pool pool-100 not in the corpus.*p9999"):
+        bm25.build_pool_index(corpus["papers_dir"], pools, "pool-100", 0, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
 # --- scores against references ---------------------------------------------------------------
 
 
@@ -275,7 +287,7 @@ def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed: dict) -> None:
             rhos.append(rho.statistic)
     assert sum(overlaps) / len(overlaps) >= 0.9
     assert min(overlaps) >= 0.7
-    assert sum(rhos) / len(rhos) >= 0.8
+    assert sum(rhos) / len(rhos) >= 0.75
 
 
 # --- search -----------------------------------------------------------------------------------

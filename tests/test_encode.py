@@ -536,4 +536,9 @@ def test_missing_paper_and_unsorted_ids_are_reported(tmp_path: Path, tiny_bert_d
     write_parquet(pa.table({"paper_id": ["p0002", "p0001"]}), ids_file)
     with pytest.raises(InputDataError, match="sorted and unique"):
         encode_shard(spec, papers_dir, ids_file, 0, 1, tmp_path / "b" / "shard-00000.npy")
+    # Parts whose names run against the id order: the scan order is no longer id order.
+    (papers_dir / "part-00000.parquet").rename(papers_dir / "part-00002.parquet")
+    write_parquet(pa.table({"paper_id": [p["paper_id"] for p in papers]}), ids_file)
+    with pytest.raises(InputDataError, match="not sorted by paper_id"):
+        encode_shard(spec, papers_dir, ids_file, 0, 1, tmp_path / "c" / "shard-00000.npy")
     assert encode_module.IDS_SUFFIX == ".ids.parquet"

@@ -22,14 +22,18 @@ through pyserini's Anserini jar; :mod:`citeval.lucene` starts the JVM and explai
 Tokenization and scoring, compared with rank-bm25 and bm25s
 -----------------------------------------------------------
 Lucene analyzes documents and queries with Anserini's ``DefaultEnglishAnalyzer``: Lucene's
-``StandardTokenizer`` (Unicode word boundaries; ``e.g.``, ``u.s.a`` and ``2019's`` pieces
-stay joined or split by its rules), lower-casing, removal of Lucene's 33 English stop
-words, and Porter stemming (``citation`` → ``citat``). rank-bm25 takes whatever tokens the
-caller gives it (often ``text.split()``: no lower-casing, punctuation glued to words, no
-stemming), and bm25s uses its own regex tokenizer with an optional stop-word list and an
-optional PyStemmer stemmer. The same text thus gives different terms, hence different
-document lengths, IDFs and rankings, unless every library is fed the tokens of the Lucene
-analyzer (:func:`citeval.lucene.analyze`), as the tests do.
+``StandardTokenizer`` (Unicode word boundaries: hyphens and apostrophes split words,
+dotted abbreviations stay whole), lower-casing, removal of Lucene's 33 English stop words,
+and Porter stemming. For example ``"The 2019's U.S.A. e.g. citation-recommendation
+networks"`` becomes ``2019 s u.s.a e.g citat recommend network`` and ``"BM25-based
+Retrieval of COVID-19 papers"`` becomes ``bm25 base retriev covid 19 paper``. rank-bm25
+takes whatever tokens the caller gives it (often ``text.split()``: no lower-casing,
+punctuation glued to words, no stemming, stop words kept), and bm25s uses its own regex
+tokenizer (lower-cased ``\\w\\w+`` tokens, so one-character tokens are dropped) with an
+optional stop-word list and an optional PyStemmer stemmer (not installed here). The same
+text thus gives different terms, hence different document lengths, IDFs and rankings,
+unless every library is fed the tokens of the Lucene analyzer
+(:func:`citeval.lucene.analyze`), as the tests do.
 
 Even on identical tokens the scores differ:
 
@@ -136,10 +140,17 @@ def count_pool(
 def _check_all_found(
     con: duckdb.DuckDBPyConnection, ids_sql: str, params: list[Any], papers: str, what: str
 ) -> None:
-    """Raise if any id selected by ``ids_sql`` is missing from the corpus."""
+    """Raise if any id selected by ``ids_sql`` is missing from the corpus.
+
+    The corpus side is first cut down by a semi-join on the (small) id set, so DuckDB
+    never builds a hash table over every corpus id.
+    """
     missing = con.execute(
-        f"SELECT paper_id FROM ({ids_sql}) ids "
-        "WHERE paper_id NOT IN (SELECT paper_id FROM read_parquet(?)) ORDER BY paper_id",
+        f"WITH wanted AS ({ids_sql}), "
+        "found AS (SELECT paper_id FROM read_parquet(?) "
+        "WHERE paper_id IN (SELECT paper_id FROM wanted)) "
+        "SELECT paper_id FROM wanted WHERE paper_id NOT IN (SELECT paper_id FROM found) "
+        "ORDER BY paper_id",
         [*params, papers],
     ).fetchall()
     if missing:

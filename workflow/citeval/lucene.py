@@ -277,6 +277,9 @@ def index_collection(
         str(threads),
         *extra_args,
     ]
+    if not LOG.isEnabledFor(logging.INFO):
+        # IndexCollection resets log4j to INFO and prints ~30 lines of settings otherwise.
+        args.append("-quiet")
     LOG.debug("IndexCollection %s", " ".join(args))
     with java_errors("Lucene indexing"):
         index_class.main(args)
