@@ -333,10 +333,12 @@ def search_queries(
     k: int,
     batch_size: int = 256,
     progress: bool = True,
+    threads: int = 1,
 ) -> Run:
     """Search every ``(query_id, text)``; return ``{qid: {docid: score}}`` (top ``k``).
 
-    A query is never its own candidate. Queries without hits have an empty dict.
+    A query is never its own candidate. Queries without hits have an empty dict. The
+    result does not depend on ``threads`` or ``batch_size``.
     """
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
@@ -346,7 +348,7 @@ def search_queries(
     for start in tqdm(batches, desc="search", unit="batch", disable=not progress, mininterval=2):
         batch = queries[start : start + batch_size]
         qids = [qid for qid, _ in batch]
-        results = searcher.batch_search([text for _, text in batch], qids, depth)
+        results = searcher.batch_search([text for _, text in batch], qids, depth, threads)
         for qid, text in batch:
             run[qid] = _top_k_without_self(searcher, qid, text, results.get(qid, []), k, depth)
     return run
@@ -419,7 +421,7 @@ def _search_command(args: argparse.Namespace) -> None:
             searcher.num_docs,
             args.k,
         )
-        run = search_queries(searcher, queries, args.k, args.batch_size)
+        run = search_queries(searcher, queries, args.k, args.batch_size, threads=args.threads)
     no_hits = sum(1 for docs in run.values() if not docs)
     if no_hits:
         LOG.warning("%d queries retrieved nothing", no_hits)
@@ -568,7 +570,9 @@ def tune(
             )
             for i, (k1, b) in enumerate(tqdm(points, desc=name, unit="point")):
                 searcher.set_bm25(k1, b)
-                run = search_queries(searcher, queries, k, batch_size, progress=False)
+                run = search_queries(
+                    searcher, queries, k, batch_size, progress=False, threads=threads
+                )
                 values = metrics.evaluate(run, qrels, [measure])
                 mean = metrics.mean_over_queries(
                     values, queries=judged, missing_as_zero=True, measures=[measure]
@@ -656,7 +660,7 @@ def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-size",
         type=_positive_int,
         default=256,
-        help="queries per Lucene batch_search call (default: 256)",
+        help="queries per batch (progress is reported per batch; default: 256)",
     )
 
 

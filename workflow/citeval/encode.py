@@ -5,9 +5,12 @@
         --shard-id 3 --num-shards 8 --output results/demo/embeddings/specter/shard-00003.npy
 
 Shard ``i`` of ``N`` takes rows ``[i*n//N, (i+1)*n//N)`` of the sorted id list. Titles and
-abstracts are fetched from the corpus with one DuckDB semi-join per shard (restricted to the
-shard's id range, so row groups outside it are skipped) and streamed in chunks; the corpus
-is never loaded whole, and memory stays at one chunk plus DuckDB's ``--memory-limit``.
+abstracts are streamed from the corpus by one DuckDB range scan per shard (row groups
+outside the shard's id range are skipped by their statistics; the corpus parts are sorted
+by paper_id, so the scan yields papers in id order with no sort) with a semi-join on each
+scanned batch. The corpus is never loaded whole: memory is one scan batch, DuckDB's reader
+buffers (bounded by ``--memory-limit``) and two chunks (one encoding, one prefetched),
+whatever the shard size.
 
 Outputs (docs/contracts.md, ``embeddings/``): ``shard-IIIII.ids.parquet`` is written first
 and ``shard-IIIII.npy`` (float16) last, both atomically, so the ``.npy`` marks a finished
@@ -483,7 +486,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"papers per checkpoint (default {DEFAULT_CHUNK_SIZE})",
     )
     parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit (default 2GB)")
-    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads (default 2)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="CPU threads for DuckDB and for torch on CPU (default 2, the rule's threads)",
+    )
     parser.add_argument("--force", action="store_true", help="recompute an existing shard")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
@@ -492,7 +500,13 @@ def build_parser() -> argparse.ArgumentParser:
 def command(args: argparse.Namespace) -> None:
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*(MB|GB|MiB|GiB)", args.memory_limit):
         raise ConfigError(f"--memory-limit must look like 2GB or 512MiB, got {args.memory_limit!r}")
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be at least 1, got {args.threads}")
     spec = load_spec(args.model, args.model_json, args.config)
+    import torch
+
+    # torch would otherwise start one thread per core of the node, not of the job.
+    torch.set_num_threads(args.threads)
     encode_shard(
         spec,
         args.papers,

@@ -13,34 +13,45 @@ the JVM, once per process, with whatever options are set at that moment):
 * ``OPENAI_API_KEY`` gets a placeholder if unset, because ``pyserini.search.lucene``
   builds an OpenAI client at import time. Nothing is ever sent.
 
-The BM25 searcher here drives Anserini's ``io.anserini.search.SimpleSearcher`` directly,
-the Java object that ``pyserini.search.lucene.LuceneSearcher`` wraps, calling the same
-``set_bm25`` / ``search`` / ``batch_search`` methods. Importing ``pyserini.search.lucene``
-itself costs ~11 s and ~0.5 GB (it pulls in torch, transformers, onnxruntime and openai
-for its neural searchers); :func:`pyserini_lucene_searcher` is there for anyone who wants
-the wrapper object anyway. Two deliberate differences from pyserini's defaults:
+Searching: :class:`Bm25Searcher` builds each query exactly as Anserini's
+``SimpleSearcher`` (what ``pyserini.search.lucene.LuceneSearcher`` wraps) does for a text
+query, with the same ``DefaultEnglishAnalyzer`` and ``BagOfWordsQueryGenerator`` (one
+``SHOULD`` clause per distinct analyzed term, boosted by its count in the query), and
+scores it with Lucene's ``BM25Similarity(k1, b)`` in a plain ``IndexSearcher``. It returns
+the same documents with the same scores as ``SimpleSearcher`` (the tests check this
+against pyserini itself), but leaves out what ``SimpleSearcher`` adds:
 
 * **Raw scores.** Anserini appends a ``ScoreTiesAdjusterReranker`` that rounds every
   score to 4 decimals and subtracts 1e-6 per tie, which bakes a docid-*ascending* tie
-  order into the scores. We remove it and keep Lucene's float32 scores, so that ties are
-  broken like every other model of the pipeline: trec_eval's docid-descending order
+  order into the scores. We keep Lucene's float32 scores, so that ties are broken like
+  every other model of the pipeline, in trec_eval's docid-descending order
   (:func:`citeval.trec.rank_documents`), and score fusion sees unrounded scores.
+* **Top-k by score alone.** ``SimpleSearcher`` sorts by (score, docid) through doc values,
+  which turns off Lucene's dynamic pruning and loads every hit's stored document. A
+  score-only top-k is exact too (:func:`citeval.bm25.search_queries` settles ties at the
+  cut) and about 1.5x faster per thread at 200k documents. Hit ids come from a table of
+  Lucene doc number -> paper id stored with the index (:data:`DOCIDS_FILE`).
+* **Parallel batches without a Java pool.** ``SimpleSearcher.batch_search`` in Anserini
+  1.7.1 ignores its ``threads`` argument (a work-stealing pool sized to the JVM's
+  processor count). Here ``threads`` Python threads each search a share of the queries;
+  pyjnius releases the GIL inside Java calls, so they run in parallel, and each thread
+  detaches from the JVM before it ends. Hits come back as one JSON string per query
+  (Jackson, inside the Anserini jar) rather than one JNI call per hit.
 * **No clause limit in practice.** Lucene's ``IndexSearcher.maxClauseCount`` is 1024 and
-  neither Anserini nor pyserini raises it. Anserini turns a query into one ``SHOULD``
-  clause per distinct analyzed term (boosted by its count), so an abstract with more than
-  1024 distinct stems would fail with ``TooManyClauses``. :func:`start_jvm` raises the
-  limit to :data:`MAX_CLAUSE_COUNT`.
+  neither Anserini nor pyserini raises it, so an abstract with more than 1024 distinct
+  stems would fail with ``TooManyClauses``. :func:`start_jvm` raises the limit to
+  :data:`MAX_CLAUSE_COUNT`.
+
+Importing ``pyserini.search.lucene`` itself costs ~11 s and ~0.5 GB (it pulls in torch,
+transformers, onnxruntime and openai for its neural searchers);
+:func:`pyserini_lucene_searcher` is there for anyone who wants that object anyway.
 
 pyjnius pitfalls (found the hard way): never assign a Java *object* field from Python
 (``obj.field = value``): pyjnius 1.9 then deletes a global JNI reference as if it were a
 local one, which on Java >= 16 corrupts the JVM's reference storage and crashes a later
-garbage collection at random (``G1ParScanThreadState::copy_to_survivor_space``). Write
-such fields through a method call (commons-lang3 ``FieldUtils.writeField``), as here. And
-never import ``jnius`` before :func:`start_jvm`: the JVM would start without Anserini.
-
-Thread count: Anserini 1.7.1's ``SimpleSearcher.batch_search`` ignores its ``threads``
-argument and runs a work-stealing pool sized to the JVM's processor count. The only way to
-bound it is the JVM option ``-XX:ActiveProcessorCount``, set from ``processors`` here.
+garbage collection at random (``G1ParScanThreadState::copy_to_survivor_space``). Never
+import ``jnius`` before :func:`start_jvm`: the JVM would start without Anserini. And a
+Python thread that calls Java must ``jnius.detach()`` before it ends.
 """
 
 from __future__ import annotations
@@ -51,9 +62,12 @@ import importlib.resources
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from citeval.errors import CitevalError
 from citeval.io import atomic_path
@@ -70,6 +84,9 @@ OPENAI_PLACEHOLDER = "placeholder-not-used-by-citeval"
 # Java field names of Anserini's documents (io.anserini.index.Constants).
 ID_FIELD = "id"
 CONTENTS_FIELD = "contents"
+
+DOCIDS_FILE = "citeval-docids.txt"
+"""File that :func:`build_index` adds to an index: the id of each Lucene doc number."""
 
 INDEX_METADATA = "citeval-index.json"
 """File that :func:`build_index` adds to an index: what went in. Lucene ignores it."""
@@ -300,11 +317,13 @@ def build_index(
 ) -> int:
     """:func:`index_collection` into a temporary sibling renamed onto ``index_dir``.
 
-    ``metadata`` (with ``n_docs`` added) is written as :data:`INDEX_METADATA` inside the
-    index first, so a finished index always carries it. Lucene ignores the extra file.
+    The doc number -> id table (:data:`DOCIDS_FILE`) and ``metadata`` (with ``n_docs``
+    added, as :data:`INDEX_METADATA`) are written inside the index first, so a finished
+    index always carries them. Lucene ignores the extra files.
     """
     with atomic_path(index_dir) as tmp:
         n_docs = index_collection(collection_dir, tmp, threads)
+        write_docids(tmp)
         if metadata is not None:
             text = json.dumps({**metadata, "n_docs": n_docs}, indent=2, sort_keys=True)
             (tmp / INDEX_METADATA).write_text(text + "\n")
@@ -324,43 +343,91 @@ def read_index_metadata(index_dir: str | os.PathLike) -> dict[str, Any] | None:
 
 def index_num_docs(index_dir: str | os.PathLike) -> int:
     """Number of live documents in a Lucene index."""
+    reader = _open_reader(Path(index_dir))
+    try:
+        return int(reader.numDocs())
+    finally:
+        reader.close()
+
+
+Hits = list[tuple[str, float]]
+
+
+def _float32_scores(values: Sequence[float]) -> list[float]:
+    """Lucene's float32 scores from their JSON text, widened exactly to float.
+
+    Jackson prints a float as the shortest decimal that reads back as the same float32;
+    rounding that decimal to float32 recovers the value Lucene computed.
+    """
+    return np.asarray(values, dtype=np.float64).astype(np.float32).astype(np.float64).tolist()
+
+
+def read_docids(index_dir: str | os.PathLike) -> list[str] | None:
+    """The stored doc number -> id table of an index, or ``None`` without one."""
+    path = Path(index_dir) / DOCIDS_FILE
+    if not path.exists():
+        return None
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def _docids_from_index(reader: Any) -> list[str]:
+    """Read every document's ``id`` field (one JNI round trip per document)."""
+    stored = reader.storedFields()
+    with java_errors("reading document ids"):
+        return [stored.document(i).get(ID_FIELD) for i in range(reader.maxDoc())]
+
+
+def write_docids(index_dir: str | os.PathLike) -> int:
+    """Store the doc number -> id table inside the index; return its length."""
     path = Path(index_dir)
+    reader = _open_reader(path)
+    try:
+        ids = _docids_from_index(reader)
+    finally:
+        reader.close()
+    (path / DOCIDS_FILE).write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
+    return len(ids)
+
+
+def _open_reader(path: Path) -> Any:
     if not path.is_dir() or not any(path.glob("segments_*")):
         raise LuceneError(f"{path} is not a Lucene index (no segments_* file)")
     readers = autoclass("org.apache.lucene.index.DirectoryReader")
     fs_dir = autoclass("org.apache.lucene.store.FSDirectory")
     java_file = autoclass("java.io.File")
     with java_errors(f"opening index {path}"):
-        reader = readers.open(fs_dir.open(java_file(str(path)).toPath()))
-        try:
-            return int(reader.numDocs())
-        finally:
-            reader.close()
-
-
-Hits = list[tuple[str, float]]
+        return readers.open(fs_dir.open(java_file(str(path)).toPath()))
 
 
 class Bm25Searcher:
-    """BM25 over a Lucene index through Anserini's ``SimpleSearcher`` (what pyserini wraps).
+    """BM25 over a Lucene index, queries built as Anserini/pyserini build them.
 
-    Results are ``[(docid, score), ...]`` in Lucene's order (score descending, docid
-    ascending on exact ties) with raw float32 scores widened to float (see the module
-    docstring for why Anserini's tie adjuster is removed).
+    Results are ``[(docid, score), ...]`` in Lucene's order (score descending; exact ties
+    in Lucene's internal order) with raw float32 scores widened to float. See the module
+    docstring for how this relates to pyserini's ``LuceneSearcher``.
     """
 
     def __init__(self, index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4) -> None:
+        import jnius
+
         start_jvm()
         path = Path(index_dir)
-        index_num_docs(path)  # clear error for a missing or half-written index
-        searcher_class = autoclass("io.anserini.search.SimpleSearcher")
-        with java_errors(f"opening index {path}"):
-            self._searcher = searcher_class(str(path))
         self.index_dir = path
-        self.num_docs = int(self._searcher.get_total_num_docs())
-        self._cascade_class = autoclass("io.anserini.rerank.RerankerCascade")
-        self._field_utils = autoclass("org.apache.commons.lang3.reflect.FieldUtils")
-        self._list_class = autoclass("java.util.ArrayList")
+        self._reader = _open_reader(path)
+        self.num_docs = int(self._reader.maxDoc())
+        docids = read_docids(path)
+        if docids is None or len(docids) != self.num_docs:
+            LOG.info("no stored id table in %s; reading %d ids", path, self.num_docs)
+            docids = _docids_from_index(self._reader)
+        self._docids = docids
+        self._jreader = jnius.cast("org.apache.lucene.index.IndexReader", self._reader)
+        self._searcher_class = autoclass("org.apache.lucene.search.IndexSearcher")
+        self._similarity_class = autoclass("org.apache.lucene.search.similarities.BM25Similarity")
+        self._analyzer = autoclass(
+            "io.anserini.analysis.DefaultEnglishAnalyzer"
+        ).newDefaultInstance()
+        self._generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
+        self._mapper = autoclass("com.fasterxml.jackson.databind.ObjectMapper")()
         self.set_bm25(k1, b)
 
     def set_bm25(self, k1: float, b: float) -> None:
@@ -370,44 +437,71 @@ class Bm25Searcher:
         self.k1 = float(k1)
         self.b = float(b)
         with java_errors("setting BM25 parameters"):
-            self._searcher.set_bm25(self.k1, self.b)
-            # An empty cascade drops Anserini's ScoreTiesAdjusterReranker (raw scores).
-            # Never assign it as `searcher.cascade = ...`: pyjnius' object-field write
-            # calls DeleteLocalRef on a global reference, which on Java >= 16 (tagged JNI
-            # handles) corrupts the JVM's global-reference storage and crashes a later
-            # GC. A reflective write through a method call is safe.
-            self._field_utils.writeField(self._searcher, "cascade", self._cascade_class(), True)
+            searcher = self._searcher_class(self._jreader)
+            searcher.setSimilarity(self._similarity_class(self.k1, self.b))
+        self._searcher = searcher
+
+    def _search(self, query: str, k: int) -> Hits:
+        lucene_query = self._generator.buildQuery(CONTENTS_FIELD, self._analyzer, query)
+        top = json.loads(self._mapper.writeValueAsString(self._searcher.search(lucene_query, k)))
+        hits = top["scoreDocs"]
+        scores = _float32_scores([hit["score"] for hit in hits])
+        return [(self._docids[hit["doc"]], score) for hit, score in zip(hits, scores, strict=True)]
 
     def search(self, query: str, k: int) -> Hits:
         """Top ``k`` documents for one query."""
         with java_errors("Lucene search"):
-            hits = self._searcher.search(query, int(k))
-        return [(hit.docid, hit.score) for hit in hits]
+            return self._search(query, int(k))
 
-    def batch_search(self, queries: Sequence[str], qids: Sequence[str], k: int) -> dict[str, Hits]:
-        """Top ``k`` documents for each query, searched concurrently by the JVM.
-
-        Parallelism is the JVM's processor count (``processors`` of :func:`start_jvm`).
-        """
+    def batch_search(
+        self, queries: Sequence[str], qids: Sequence[str], k: int, threads: int = 1
+    ) -> dict[str, Hits]:
+        """Top ``k`` documents for each query, searched by ``threads`` threads."""
         if len(queries) != len(qids):
             raise ValueError(f"{len(queries)} queries but {len(qids)} query ids")
         if len(set(qids)) != len(qids):
             raise ValueError("query ids must be unique")
-        jqueries = self._list_class()
-        jqids = self._list_class()
-        for query, qid in zip(queries, qids, strict=True):
-            jqueries.add(query)
-            jqids.add(qid)
-        with java_errors("Lucene batch search"):
-            results = self._searcher.batch_search(jqueries, jqids, int(k), 1)
-            return {
-                entry.getKey(): [(hit.docid, hit.score) for hit in entry.getValue()]
-                for entry in results.entrySet().toArray()
-            }
+        results: list[Hits | None] = [None] * len(queries)
+        errors: list[BaseException] = []
+        threads = max(1, min(int(threads), len(queries)))
+
+        # Every thread calls methods of the same Java objects (searcher, generator,
+        # mapper) only: pyjnius binds an overloaded method to its object through state
+        # shared by all instances of the class, so concurrent calls on different objects
+        # of one class could mix them up.
+        def work(share: range, own_thread: bool) -> None:
+            import jnius
+
+            try:
+                for i in share:
+                    if errors:
+                        return
+                    results[i] = self._search(queries[i], int(k))
+            except BaseException as error:  # handed to the calling thread below
+                errors.append(error)
+            finally:
+                if own_thread:
+                    jnius.detach()
+
+        if threads == 1:
+            work(range(len(queries)), own_thread=False)
+        else:
+            workers = [
+                threading.Thread(target=work, args=(range(i, len(queries), threads), True))
+                for i in range(threads)
+            ]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        if errors:
+            with java_errors("Lucene batch search"):
+                raise errors[0]
+        return {qid: hits or [] for qid, hits in zip(qids, results, strict=True)}
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self._searcher.close()
+            self._reader.close()
 
     def __enter__(self) -> Bm25Searcher:
         return self

@@ -426,13 +426,28 @@ def _hf_load(
             if local
             else "it is not a local folder, and the Hugging Face hub cannot be reached or "
             "has no such model; download it where the hub is reachable (e.g. "
-            f"`huggingface-cli download {path} --local-dir models/{spec.name}`) and set "
+            f"`hf download {path} --local-dir models/{spec.name}`) and set "
             f"models.{spec.name}.path to that folder"
         )
         raise CitevalError(
             f"model {spec.name!r}: cannot load the {what} from {path!r}: {hint} "
             f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
         ) from error
+
+
+def _require_adapters(spec: ModelSpec) -> Any:
+    """``adapters.AutoAdapterModel``, or a clear error saying why it is unavailable."""
+    try:
+        from adapters import AutoAdapterModel
+    except ImportError as error:
+        raise CitevalError(
+            f"model {spec.name!r} configures adapter {spec.adapter!r}, which needs the "
+            "`adapters` package; adapters 1.3.0 (the latest) requires transformers~=4.57.6 "
+            "and cannot be installed with the pinned transformers 5.23.0. Set the adapter "
+            "to null to evaluate the base model alone, or run this model in an environment "
+            "with transformers==4.57.6 and adapters==1.3.0"
+        ) from error
+    return AutoAdapterModel
 
 
 class Encoder:
@@ -443,6 +458,9 @@ class Encoder:
         from transformers import AutoModel, AutoTokenizer
 
         self.spec = spec
+        if spec.adapter:
+            # Before anything is loaded: a missing package is the error worth reporting.
+            _require_adapters(spec)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(spec.dtype, self.device)
         root = resolve_model_path(spec.path)
@@ -486,17 +504,8 @@ class Encoder:
 
     def _load_with_adapter(self, model_dir: str) -> Any:
         spec = self.spec
-        try:
-            from adapters import AutoAdapterModel
-        except ImportError as error:
-            raise CitevalError(
-                f"model {spec.name!r} configures adapter {spec.adapter!r}, which needs the "
-                "`adapters` package; adapters 1.3.0 (the latest) requires "
-                "transformers~=4.57.6 and cannot be installed with the pinned transformers "
-                "5.23.0. Set the adapter to null to evaluate the base model alone, or run "
-                "this model in an environment with transformers==4.57.6 and adapters==1.3.0"
-            ) from error
-        model = _hf_load(AutoAdapterModel, model_dir, spec, "model", dtype=self.dtype)
+        auto_adapter_model = _require_adapters(spec)
+        model = _hf_load(auto_adapter_model, model_dir, spec, "model", dtype=self.dtype)
         adapter = resolve_model_path(spec.adapter or "")
         try:
             name = model.load_adapter(adapter, source="hf", load_as=spec.name, set_active=True)

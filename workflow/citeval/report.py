@@ -45,31 +45,53 @@ PACKAGES = (
 )  # fmt: skip
 
 
-def collection_means(
-    results: Path, setup: str, models: Sequence[str], measures: Sequence[str]
-) -> dict[tuple[str, int, str], dict[str, float]]:
-    """(group, rep, model) -> measure -> mean over the collection's queries."""
+def read_collections(results: Path, setup: str) -> list[dict[str, str]]:
+    """Rows of ``samples/<setup>-test/collections.tsv`` (group, rep, pool sizes, ...)."""
     listing = results / "samples" / f"{setup}-test" / "collections.tsv"
     try:
         with open(listing) as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
+            return list(csv.DictReader(handle, delimiter="\t"))
     except OSError as error:
         raise InputDataError(
             f"cannot read the collection list: {error.strerror}", path=listing
         ) from None
+
+
+def metrics_path(results: Path, setup: str, collection: dict[str, str], model: str) -> Path:
+    name = f"{collection['group']}.rep{collection['rep']}"
+    return results / "metrics" / f"{setup}-test" / name / f"{model}.tsv"
+
+
+def collection_means(
+    results: Path, setup: str, models: Sequence[str], measures: Sequence[str]
+) -> dict[tuple[str, int, str], dict[str, float]]:
+    """(group, rep, model) -> measure -> mean over the collection's queries."""
     means = {}
-    for row in rows:
-        group, rep = row["group"], int(row["rep"])
+    for collection in read_collections(results, setup):
         for model in models:
-            path = results / "metrics" / f"{setup}-test" / f"{group}.rep{rep}" / f"{model}.tsv"
+            path = metrics_path(results, setup, collection, model)
             per_query = read_per_query_tsv(path)
             if "all" not in per_query:
                 raise InputDataError("no 'all' row with the mean over queries", path=path)
             missing = [m for m in measures if m not in per_query["all"]]
             if missing:
                 raise InputDataError(f"measures {missing} are missing", path=path)
-            means[(group, rep, model)] = {m: per_query["all"][m] for m in measures}
+            key = (collection["group"], int(collection["rep"]), model)
+            means[key] = {m: per_query["all"][m] for m in measures}
     return means
+
+
+def pool_labels(results: Path) -> dict[str, str]:
+    """Column label per dataset-level group: the pool size, or the actual size if capped."""
+    actual: dict[str, int] = {}
+    for collection in read_collections(results, "dataset"):
+        size = int(collection["pool_size"])
+        actual[collection["group"]] = max(size, actual.get(collection["group"], 0))
+    labels = {}
+    for group, size in actual.items():
+        requested = int(group.removeprefix("pool-"))
+        labels[group] = str(requested) if size >= requested else f"{size} (capped)"
+    return labels
 
 
 def mean_over_reps(
@@ -113,9 +135,8 @@ def dataset_level_table(
     measures = {"MAP": "map", "NDCG": "ndcg", f"R@{cutoff}": f"recall_{cutoff}"}
     means = mean_over_reps(collection_means(results, "dataset", models, list(measures.values())))
     groups = sorted({group for group, _ in means}, key=lambda g: int(g.removeprefix("pool-")))
-    header = ["model"] + [
-        f"{g.removeprefix('pool-')} {label}" for g in groups for label in measures
-    ]
+    labels = pool_labels(results)
+    header = ["model"] + [f"{labels[g]} {label}" for g in groups for label in measures]
     rows = [
         [model] + [100 * means[(g, model)][m] for g in groups for m in measures.values()]
         for model in models
@@ -151,19 +172,12 @@ def field_level_tables(
 def summary_table(results: Path, setups: Sequence[str], models: Sequence[str]) -> str:
     lines = ["setup\tgroup\trep\tmodel\tmeasure\tvalue"]
     for setup in setups:
-        listing = results / "samples" / f"{setup}-test" / "collections.tsv"
-        with open(listing) as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        for row in rows:
+        for collection in read_collections(results, setup):
+            group, rep = collection["group"], collection["rep"]
             for model in models:
-                path = (
-                    results / "metrics" / f"{setup}-test" / f"{row['group']}.rep{row['rep']}"
-                    / f"{model}.tsv"
-                )  # fmt: skip
+                path = metrics_path(results, setup, collection, model)
                 for measure, value in sorted(read_per_query_tsv(path)["all"].items()):
-                    lines.append(
-                        f"{setup}\t{row['group']}\t{row['rep']}\t{model}\t{measure}\t{value:.6f}"
-                    )
+                    lines.append(f"{setup}\t{group}\t{rep}\t{model}\t{measure}\t{value:.6f}")
     return "\n".join(lines) + "\n"
 
 
