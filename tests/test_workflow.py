@@ -1,0 +1,68 @@
+"""The Snakemake workflow itself: schema validation, lint, and the SLURM profile."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), *args,
+    ]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    (tmp_path / "config").symlink_to(REPO / "config")
+    (tmp_path / "profiles").symlink_to(REPO / "profiles")
+    return tmp_path
+
+
+def test_default_config_dry_run_lists_the_first_stages(workdir):
+    result = snakemake(workdir, "-n", "--cores", "2")
+    assert result.returncode == 0, result.stderr
+    for rule in ("synth", "ingest_parse", "ingest_merge", "prefilter", "sample"):
+        assert rule in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ({"prefilter": {"min_abstract_chars": -1}}, "min_abstract_chars"),
+        ({"sampling": {"on_too_small": "shrug"}}, "on_too_small"),
+        ({"corpus": {"format": "csv"}}, "format"),
+        ({"retrieval": {"k": "many"}}, "k"),
+    ],
+)
+def test_invalid_config_value_fails_before_any_job_naming_the_key(workdir, override, key):
+    (workdir / "bad.yaml").write_text(yaml.safe_dump(override))
+    result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(workdir / "bad.yaml"))
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "validation" in output.lower() or "ValidationError" in output
+    assert key in output
+    assert "rule synth" not in result.stdout
+
+
+def test_snakemake_lint_is_clean(workdir):
+    result = snakemake(workdir, "--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_slurm_profile_dry_run_shows_slurm_resources(workdir):
+    result = snakemake(workdir, "--profile", "profiles/slurm", "-n")
+    assert result.returncode == 0, result.stderr
+    assert "slurm_partition=cpu" in result.stdout
+    assert "mem_mb=32000" in result.stdout  # ingest_merge's cluster override
