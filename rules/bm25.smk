@@ -14,7 +14,7 @@ rule bm25_index:
         f"{LOGS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
     benchmark:
         f"{BENCHMARKS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
-    threads: 2
+    threads: 1  # Lucene does not promise identical indexes from parallel builds
     resources:
         mem_mb=4000,
         runtime=120,

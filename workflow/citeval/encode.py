@@ -285,9 +285,14 @@ def _completed_chunks(partial: Path, num_chunks: int) -> int:
 def _assemble(
     partial: Path, num_chunks: int, dim: int, multi_vector: bool, output: Path, ids_path: Path
 ) -> int:
-    """Concatenate the chunk checkpoints into the shard files, one chunk in memory at a time."""
-    arrays = [np.load(partial / f"chunk-{k:05d}.npy", mmap_mode="r") for k in range(num_chunks)]
-    total = sum(array.shape[0] for array in arrays)
+    """Concatenate the chunk checkpoints into the shard files, one chunk in memory at a time.
+
+    The .npy is written as a header plus appended chunk bytes rather than through a memory
+    map, whose dirty pages would count towards the job's resident memory.
+    """
+    chunk_files = [partial / f"chunk-{k:05d}.npy" for k in range(num_chunks)]
+    rows = [np.load(file, mmap_mode="r").shape[0] for file in chunk_files]
+    total = sum(rows)
     with (
         atomic_path(ids_path) as tmp,
         pq.ParquetWriter(tmp, ids_schema(multi_vector), **PARQUET_OPTIONS) as writer,
@@ -295,17 +300,18 @@ def _assemble(
         for k in range(num_chunks):
             writer.write_table(pq.read_table(partial / f"chunk-{k:05d}{IDS_SUFFIX}"))
     # The .npy goes last: its existence is what marks the shard finished.
-    with atomic_path(output) as tmp:
-        if total == 0:
-            np.save(tmp, np.zeros((0, dim), dtype=np.float16))
-            return 0
-        merged = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(total, dim))
-        row = 0
-        for array in arrays:
-            merged[row : row + array.shape[0]] = array
-            row += array.shape[0]
-        merged.flush()
-        del merged
+    with atomic_path(output) as tmp, open(tmp, "wb") as handle:
+        header = {
+            "descr": np.lib.format.dtype_to_descr(np.dtype(np.float16)),
+            "fortran_order": False,
+            "shape": (total, dim),
+        }
+        np.lib.format.write_array_header_1_0(handle, header)
+        for file in chunk_files:
+            array = np.load(file)
+            if array.dtype != np.float16 or array.ndim != 2 or array.shape[1] != dim:
+                raise CitevalError(f"{file}: unexpected checkpoint {array.dtype} {array.shape}")
+            handle.write(np.ascontiguousarray(array).tobytes())
     return total
 
 
