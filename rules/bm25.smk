@@ -1,5 +1,6 @@
 # BM25 with Lucene (Anserini through pyserini): one index per pool, k1/b tuned on the
-# validation split, top-k runs for every test collection.
+# validation split, top-k runs for every test collection. The tuning job builds its
+# validation indexes itself, in one JVM, and deletes them when it is done.
 
 
 rule bm25_index:
@@ -26,7 +27,6 @@ rule bm25_index:
 
 rule bm25_tune:
     input:
-        indexes=bm25_tuning_indexes,
         corpus=rules.ingest_merge.output,
         samples=lambda wildcards: sample_dir(wildcards.setup, "valid"),
     output:
@@ -35,7 +35,6 @@ rule bm25_tune:
         collections=lambda wildcards: " ".join(
             f"--collection {group}.rep{rep}" for group, rep in bm25_tuning_collections(wildcards)
         ),
-        index_root=lambda wildcards, input: Path(input.indexes[0]).parent,
         k1_grid=" ".join(str(value) for value in BM25["tune"]["k1_grid"]),
         b_grid=" ".join(str(value) for value in BM25["tune"]["b_grid"]),
         metric=BM25["tune"]["metric"],
@@ -52,7 +51,7 @@ rule bm25_tune:
         runtime=240,
     shell:
         "python -m citeval.bm25 tune --papers {input.corpus}/papers --sample-dir {input.samples} "
-        "--index-root {params.index_root} {params.collections} "
+        "{params.collections} "
         "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric} "
         "--k {params.k} --threads {threads} --output {output} 2> {log}"
 

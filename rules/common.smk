@@ -180,13 +180,6 @@ def bm25_tuning_collections(wildcards):
     return found
 
 
-def bm25_tuning_indexes(wildcards):
-    return [
-        f"{RESULTS}/indexes/bm25/{collection_dir(wildcards.setup, 'valid', group, rep)}"
-        for group, rep in bm25_tuning_collections(wildcards)
-    ]
-
-
 def bm25_parameters(wildcards):
     if BM25["tune"]["enabled"]:
         return f"{RESULTS}/tuning/bm25-{wildcards.setup}.json"
