@@ -75,7 +75,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from citeval import lucene
-from citeval.cli import run_cli
+from citeval.cli import positive_int, run_cli
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import parquet_glob, write_json
 from citeval.trec import Run, rank_documents, read_qrels, write_run
@@ -629,17 +629,10 @@ def _tune_command(args: argparse.Namespace) -> None:
 # --- command line -------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="CPU threads for DuckDB, Lucene indexing and search (default: 1)",
     )
@@ -654,12 +647,10 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--k", type=_positive_int, default=500, help="hits per query (default: 500)"
-    )
+    parser.add_argument("--k", type=positive_int, default=500, help="hits per query (default: 500)")
     parser.add_argument(
         "--batch-size",
-        type=_positive_int,
+        type=positive_int,
         default=256,
         help="queries per batch (progress is reported per batch; default: 256)",
     )

@@ -21,6 +21,17 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_int(text: str) -> int:
+    """argparse type for counts and cutoffs: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def run_cli(
     build_parser: Callable[[], argparse.ArgumentParser],
     command: Callable[[argparse.Namespace], None],

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from citeval.cli import run_cli
+from citeval.cli import positive_int, run_cli
 from citeval.errors import InputDataError
 from citeval.io import atomic_path
 from citeval.trec import Qrels, Run, rank_documents, read_qrels, read_run
@@ -302,16 +302,6 @@ def read_per_query_tsv(path: str | os.PathLike) -> PerQuery:
     return table
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m citeval.metrics",
@@ -324,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cutoffs",
         required=True,
         nargs="+",
-        type=_positive_int,
+        type=positive_int,
         help="cutoffs k for recall_k, P_k, f1_k and ndcg_cut_k (map, ndcg, recip_rank "
         "are always computed)",
     )
