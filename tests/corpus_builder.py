@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
+
 from citeval.io import write_parquet
 
 PAPER_SCHEMA = pa.schema(

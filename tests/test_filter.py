@@ -2,9 +2,10 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+from corpus_builder import write_corpus
+
 from citeval.errors import InputDataError
 from citeval.filter import PrefilterRules, main, prefilter
-from corpus_builder import write_corpus
 
 
 @pytest.fixture

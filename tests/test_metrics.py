@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from citeval.errors import InputDataError
 from citeval.metrics import (
     evaluate,
@@ -18,8 +21,6 @@ from citeval.metrics import (
     read_per_query_tsv,
 )
 from citeval.trec import Qrels, Run, read_run, write_qrels, write_run
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 TOLERANCE = 1e-6
 CUTOFFS = [1, 3, 10, 30]

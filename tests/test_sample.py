@@ -6,11 +6,12 @@ import random
 
 import pyarrow.parquet as pq
 import pytest
+from corpus_builder import write_corpus
+
 from citeval.errors import ConfigError
 from citeval.filter import PrefilterRules, prefilter
 from citeval.sample import field_slug, main
 from citeval.trec import read_qrels
-from corpus_builder import write_corpus
 
 FIELDS = ["Biology", "Computer Science", "Art"]
 

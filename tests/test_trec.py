@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from citeval.errors import InputDataError
 from citeval.trec import (
     format_run,
