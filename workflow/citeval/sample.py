@@ -51,6 +51,7 @@ from citeval.trec import write_qrels
 log = logging.getLogger(__name__)
 
 SPLITS = ("test", "valid")
+POOL_SCHEMA = pa.schema([("group", pa.string()), ("rep", pa.int16()), ("paper_id", pa.string())])
 
 
 def field_slug(name: str) -> str:
@@ -218,7 +219,7 @@ def qrels_for(queries: Sequence[str], references: dict[str, list[str]]) -> dict:
     return {query_id: dict.fromkeys(references[query_id], 1) for query_id in queries}
 
 
-def split_queries(
+def draw_disjoint_queries(
     rng: np.random.Generator,
     eligible: pa.Array,
     counts: dict[str, int],
@@ -250,18 +251,18 @@ def sample_dataset_level(
     guard: SizeGuard,
 ) -> dict[str, list[Collection]]:
     eligible = data.eligible_queries()
-    queries = split_queries(
+    queries = draw_disjoint_queries(
         seeded_rng(seed, "dataset", "queries"), eligible, num_queries, guard, "dataset-level"
     )
     collections: dict[str, list[Collection]] = {}
     for split in SPLITS:
-        split_queries_ = queries[split]
+        queries_of_split = queries[split]
         collections[split] = []
-        if not split_queries_:
+        if not queries_of_split:
             continue
-        references = data.references(split_queries_)
+        references = data.references(queries_of_split)
         positives = {cited for cited_ids in references.values() for cited in cited_ids}
-        query_set = set(split_queries_)
+        query_set = set(queries_of_split)
         reps = repetitions if split == "test" else 1
         for requested in pool_sizes:
             group = f"pool-{requested}"
@@ -285,9 +286,9 @@ def sample_dataset_level(
                     Collection(
                         group,
                         rep,
-                        split_queries_,
+                        queries_of_split,
                         pool,
-                        qrels_for(split_queries_, references),
+                        qrels_for(queries_of_split, references),
                         requested,
                     )
                 )
@@ -312,7 +313,7 @@ def sample_field_level(
     for name in fields:
         counts = {"test": queries_per_field["test"], "valid": 0}
         rng = seeded_rng(seed, "field", "test-queries", name)
-        test_queries[name] = split_queries(
+        test_queries[name] = draw_disjoint_queries(
             rng, eligible[name], counts, guard, f"field-level '{name}'"
         )["test"]
     all_test = pa.array(sorted({q for qs in test_queries.values() for q in qs}), pa.string())
@@ -321,7 +322,7 @@ def sample_field_level(
         remaining = eligible[name].filter(pc.invert(pc.is_in(eligible[name], value_set=all_test)))
         counts = {"test": queries_per_field["valid"], "valid": 0}
         rng = seeded_rng(seed, "field", "valid-queries", name)
-        valid_queries[name] = split_queries(
+        valid_queries[name] = draw_disjoint_queries(
             rng, remaining, counts, guard, f"field-level '{name}' validation"
         )["test"]
 
@@ -329,10 +330,10 @@ def sample_field_level(
     for name, slug in zip(fields, slugs, strict=True):
         field_cited = data.field_cited_set(name)
         for split, per_split in (("test", test_queries), ("valid", valid_queries)):
-            split_queries_ = per_split[name]
-            if not split_queries_:
+            queries_of_split = per_split[name]
+            if not queries_of_split:
                 continue
-            references = data.references(split_queries_)
+            references = data.references(queries_of_split)
             positives = {cited for cited_ids in references.values() for cited in cited_ids}
             size = max(pool_size, len(positives))
             reps = repetitions if split == "test" and len(field_cited) > pool_size else 1
@@ -346,14 +347,14 @@ def sample_field_level(
                 )
             for rep in range(reps):
                 rng = seeded_rng(seed, "field", split, slug, rep)
-                pool = build_pool(rng, positives, field_cited, set(split_queries_), size)
+                pool = build_pool(rng, positives, field_cited, set(queries_of_split), size)
                 collections[split].append(
                     Collection(
                         slug,
                         rep,
-                        split_queries_,
+                        queries_of_split,
                         pool,
-                        qrels_for(split_queries_, references),
+                        qrels_for(queries_of_split, references),
                         pool_size,
                     )
                 )
@@ -373,27 +374,19 @@ def write_split(setup: str, split: str, collections: list[Collection], out_dir: 
         out_dir / "queries.parquet",
     )
     ordered = sorted(collections, key=lambda c: (c.group, c.rep))
-    pool_table = (
-        pa.concat_tables(
-            [
-                pa.table(
-                    {
-                        "group": pa.array([c.group] * len(c.pool), pa.string()),
-                        "rep": pa.array(np.full(len(c.pool), c.rep, dtype=np.int16)),
-                        "paper_id": c.pool,
-                    }
-                )
-                for c in ordered
-            ]
-        )
-        if ordered
-        else pa.table(
-            {
-                "group": pa.array([], pa.string()),
-                "rep": pa.array([], pa.int16()),
-                "paper_id": pa.array([], pa.string()),
-            }
-        )
+    pool_table = pa.Table.from_batches(
+        [
+            pa.record_batch(
+                [
+                    pa.array([c.group] * len(c.pool), pa.string()),
+                    pa.array(np.full(len(c.pool), c.rep, dtype=np.int16)),
+                    c.pool,
+                ],
+                schema=POOL_SCHEMA,
+            )
+            for c in ordered
+        ],
+        schema=POOL_SCHEMA,
     )
     write_parquet(pool_table, out_dir / "pools.parquet")
     lines = ["setup\tsplit\tgroup\trep\tn_queries\tpool_size\trequested_pool_size"]
