@@ -54,6 +54,7 @@ import transformers
 from tqdm import tqdm
 
 from citeval.encode import iter_encoded
+from citeval.ingest import PAPERS_SCHEMA
 from citeval.io import PARQUET_OPTIONS
 from citeval.models import ModelSpec, load_encoder, resolve_model_path
 
@@ -189,19 +190,6 @@ def run_throughput(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     return result
 
 
-PAPER_SCHEMA = pa.schema(
-    [
-        ("paper_id", pa.string()),
-        ("title", pa.string()),
-        ("abstract", pa.string()),
-        ("year", pa.int32()),
-        ("fields", pa.list_(pa.string())),
-        ("n_cited_by", pa.int32()),
-        ("n_references", pa.int32()),
-    ]
-)
-
-
 def write_corpus(root: Path, num_papers: int, seed: int, rows_per_part: int = 100_000) -> Path:
     """Synthetic ``corpus/papers`` parts and ``samples/embed_ids.parquet``, streamed.
 
@@ -229,7 +217,7 @@ def write_corpus(root: Path, num_papers: int, seed: int, rows_per_part: int = 10
                     "n_cited_by": pa.array([3] * count, pa.int32()),
                     "n_references": pa.array([3] * count, pa.int32()),
                 },
-                schema=PAPER_SCHEMA,
+                schema=PAPERS_SCHEMA,
             )
             pq.write_table(table, papers_dir / f"part-{part:05d}.parquet", **PARQUET_OPTIONS)
             ids_writer.write_table(pa.table({"paper_id": ids}))

@@ -7,19 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from citeval.ingest import PAPERS_SCHEMA
 from citeval.io import write_parquet
-
-PAPER_SCHEMA = pa.schema(
-    [
-        ("paper_id", pa.string()),
-        ("title", pa.string()),
-        ("abstract", pa.string()),
-        ("year", pa.int32()),
-        ("fields", pa.list_(pa.string())),
-        ("n_cited_by", pa.int32()),
-        ("n_references", pa.int32()),
-    ]
-)
 
 
 def write_corpus(
@@ -48,7 +37,7 @@ def write_corpus(
         for p in papers
     ]
     write_parquet(
-        pa.Table.from_pylist(rows, schema=PAPER_SCHEMA), root / "papers" / "part-00000.parquet"
+        pa.Table.from_pylist(rows, schema=PAPERS_SCHEMA), root / "papers" / "part-00000.parquet"
     )
     write_parquet(
         pa.table(

@@ -24,6 +24,7 @@ from citeval.encode import (
     shard_bounds,
 )
 from citeval.errors import CitevalError, ConfigError, InputDataError
+from citeval.ingest import PAPERS_SCHEMA
 from citeval.io import write_parquet
 from citeval.models import (
     ModelSpec,
@@ -32,18 +33,6 @@ from citeval.models import (
     resolve_model_path,
     split_sentences,
     transformer_dir,
-)
-
-PAPER_SCHEMA = pa.schema(
-    [
-        ("paper_id", pa.string()),
-        ("title", pa.string()),
-        ("abstract", pa.string()),
-        ("year", pa.int32()),
-        ("fields", pa.list_(pa.string())),
-        ("n_cited_by", pa.int32()),
-        ("n_references", pa.int32()),
-    ]
 )
 
 TITLES = [
@@ -97,7 +86,8 @@ def write_papers(root: Path, papers: list[dict], parts: int = 2) -> tuple[Path, 
     for part in range(parts):
         rows = papers[part * len(papers) // parts : (part + 1) * len(papers) // parts]
         write_parquet(
-            pa.Table.from_pylist(rows, schema=PAPER_SCHEMA), papers_dir / f"part-{part:05d}.parquet"
+            pa.Table.from_pylist(rows, schema=PAPERS_SCHEMA),
+            papers_dir / f"part-{part:05d}.parquet",
         )
     ids_file = root / "samples" / "embed_ids.parquet"
     write_parquet(
