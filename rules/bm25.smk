@@ -6,7 +6,7 @@
 rule bm25_index:
     input:
         corpus=rules.ingest_merge.output,
-        samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
+        samples=split_sample_dir,
     output:
         directory(f"{RESULTS}/indexes/bm25/{{setup}}-{{split}}/{{group}}.rep{{rep}}"),
     conda:
@@ -60,7 +60,7 @@ rule bm25_search:
     input:
         index=f"{RESULTS}/indexes/bm25/{{setup}}-{{split}}/{{group}}.rep{{rep}}",
         corpus=rules.ingest_merge.output,
-        samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
+        samples=split_sample_dir,
         parameters=bm25_parameters,
     output:
         f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/bm25.trec",

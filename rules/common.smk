@@ -117,6 +117,11 @@ def collections(setup, split):
         return [(row["group"], int(row["rep"])) for row in csv.DictReader(handle, delimiter="\t")]
 
 
+def split_sample_dir(wildcards):
+    """Input function: the sample folder of the job's (setup, split)."""
+    return sample_dir(wildcards.setup, wildcards.split)
+
+
 def collection_dir(setup, split, group, rep):
     return f"{setup}-{split}/{group}.rep{rep}"
 

@@ -5,7 +5,7 @@
 rule dense_retrieve:
     input:
         shards=embedding_shards,
-        samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
+        samples=split_sample_dir,
     output:
         run=f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{dense_model}}.trec",
     params:

@@ -4,7 +4,7 @@
 rule metrics:
     input:
         run=f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.trec",
-        samples=lambda wildcards: sample_dir(wildcards.setup, wildcards.split),
+        samples=split_sample_dir,
     output:
         f"{RESULTS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.tsv",
     params:
