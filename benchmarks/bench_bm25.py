@@ -214,7 +214,7 @@ def _subsample(qids: list[str], n: int, seed: int) -> list[str]:
 
 
 def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from citeval import bm25, lucene
+    from citeval import bm25, impacts, lucene
 
     lucene.start_jvm(heap=args.java_heap, processors=args.threads)
     lucene.set_java_log_level("WARN")
@@ -229,17 +229,24 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     t1 = time.perf_counter()
     n_docs = lucene.build_index(collection, index_dir, args.threads)
     t2 = time.perf_counter()
-    index_bytes = sum(f.stat().st_size for f in index_dir.iterdir())
+    documents = bm25.iter_json_collection(collection)
+    matrix = impacts.build_impacts(index_dir, documents, written, args.threads)
+    t3 = time.perf_counter()
+    index_bytes = sum(f.stat().st_size for f in index_dir.rglob("*") if f.is_file())
     queries = bm25.load_queries(con, work / "papers", work / "queries.parquet", GROUP)
     qrels = read_qrels(work / "qrels.txt")
-    with lucene.lucene_searcher(index_dir, args.k1, args.b) as searcher:
-        warm = queries[:20]
-        bm25.search_queries(searcher, warm, args.k, progress=False, threads=args.threads)
-        t3 = time.perf_counter()
-        run = bm25.search_queries(
-            searcher, queries, args.k, args.batch_size, progress=False, threads=args.threads
-        )
-        t4 = time.perf_counter()
+    warm = queries[:20]
+    runs, seconds = {}, {}
+    for kind in impacts.SEARCHERS:
+        with impacts.open_searcher(index_dir, args.k1, args.b, kind) as searcher:
+            bm25.search_queries(searcher, warm, args.k, progress=False, threads=args.threads)
+            started = time.perf_counter()
+            runs[kind] = bm25.search_queries(
+                searcher, queries, args.k, args.batch_size, progress=False, threads=args.threads
+            )
+            seconds[kind] = time.perf_counter() - started
+    differing = [q for q in runs["lucene"] if runs["lucene"][q] != runs["impacts"].get(q)]
+    run = runs["impacts"]
     # pyserini's path for comparison: Anserini's SimpleSearcher.batch_search (what
     # LuceneSearcher.batch_search calls), Java only: no conversion of hits to Python.
     simple = lucene.autoclass("io.anserini.search.SimpleSearcher")(str(index_dir))
@@ -261,16 +268,22 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sub = _subsample([q for q, _ in queries], args.rank_bm25_queries, args.seed)
     return {
         "n_docs": n_docs,
+        "n_postings": matrix["n_postings"],
         "collection_write_s": t1 - t0,
         "lucene_index_s": t2 - t1,
-        "index_s": t2 - t0,
-        "index_docs_per_s": written / (t2 - t0),
+        "impacts_build_s": t3 - t2,
+        "index_s": t3 - t0,
+        "index_docs_per_s": written / (t3 - t0),
         "lucene_index_docs_per_s": written / (t2 - t1),
         "index_mb": index_bytes / 2**20,
-        "search_s": t4 - t3,
-        "queries_per_s": len(queries) / (t4 - t3),
+        "search_s": seconds["impacts"],
+        "queries_per_s": len(queries) / seconds["impacts"],
+        "lucene_searcher_search_s": seconds["lucene"],
+        "lucene_searcher_queries_per_s": len(queries) / seconds["lucene"],
+        "queries_with_different_runs_impacts_vs_lucene_searcher": len(differing),
         "pyserini_simplesearcher_java_only_queries_per_s": len(queries) / (t5 - t5a),
         "quality": _quality(run, qrels, [q for q, _ in queries]),
+        "quality_lucene_searcher": _quality(runs["lucene"], qrels, [q for q, _ in queries]),
         "quality_rank_bm25_subsample": _quality(run, qrels, sub),
         "peak_rss_mb": _peak_rss_mb(),
     }

@@ -1,4 +1,5 @@
-"""BM25 stage: Lucene (through Anserini) against rank-bm25 and an exact formula, CLI contracts.
+"""BM25 stage: Lucene (through Anserini) against rank-bm25 and an exact formula, the impact
+matrix searcher against Lucene's own, CLI contracts.
 
 One small topical corpus (300 papers, 6 topics) is written in the pipeline's data-contract
 layout; one JVM serves every test of the module.
@@ -11,11 +12,12 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from citeval import bm25, lucene
+from citeval import bm25, impacts, lucene
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
 
@@ -330,15 +332,27 @@ def test_search_excludes_self_respects_k_and_is_deterministic(corpus: dict) -> N
         assert len(docs) == 7
 
 
-def test_score_ties_are_cut_in_trec_eval_order(tmp_path: Path) -> None:
-    """Ten identical documents tie; the top 3 must be the largest docids, not Lucene's."""
-    collection = tmp_path / "collection"
+def _index_with_impacts(docs: list[dict], root: Path, threads: int = 1) -> Path:
+    """A Lucene index of ``docs`` ({"id", "contents"}) with its impact matrix."""
+    collection = root / "collection"
     collection.mkdir()
+    (collection / "part-00000.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+
+    def add_impacts(index: Path) -> dict:
+        documents = bm25.iter_json_collection(collection)
+        return {"impacts": impacts.build_impacts(index, documents, threads=threads)}
+
+    lucene.build_index(collection, root / "index", threads, extend=add_impacts)
+    return root / "index"
+
+
+@pytest.mark.parametrize("kind", impacts.SEARCHERS)
+def test_score_ties_are_cut_in_trec_eval_order(tmp_path: Path, kind: str) -> None:
+    """Ten identical documents tie; the top 3 must be the largest docids, not Lucene's."""
     docs = [{"id": f"d{i}", "contents": "alpha beta gamma"} for i in range(10)]
     docs += [{"id": f"e{i}", "contents": f"delta epsilon {i}"} for i in range(10)]
-    (collection / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    lucene.build_index(collection, tmp_path / "index")
-    with lucene.lucene_searcher(tmp_path / "index") as searcher:
+    index = _index_with_impacts(docs, tmp_path)
+    with impacts.open_searcher(index, searcher=kind) as searcher:
         hits = searcher.search("alpha", 4)
         assert len({score for _, score in hits}) == 1
         run = bm25.search_queries(searcher, [("d5", "alpha")], 3, progress=False)
@@ -403,6 +417,116 @@ def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
         with lucene.lucene_searcher(path, K1, B) as searcher:
             runs.append(bm25.search_queries(searcher, queries, 50, progress=False))
     assert runs[0] == runs[1]
+    matrix_files = sorted(p.name for p in (index / impacts.IMPACTS_DIR).iterdir())
+    assert matrix_files == sorted(p.name for p in (corpus["index"] / impacts.IMPACTS_DIR).iterdir())
+    for name in matrix_files:
+        again = (index / impacts.IMPACTS_DIR / name).read_bytes()
+        assert again == (corpus["index"] / impacts.IMPACTS_DIR / name).read_bytes(), name
+
+
+# --- impact matrix ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("k1", "b"), [(K1, B), (0.9, 0.4), (2.0, 1.0), (0.5, 0.0)])
+def test_impact_searcher_returns_lucenes_hits_bit_for_bit(
+    corpus: dict, analyzed: dict, k1: float, b: float
+) -> None:
+    """Same documents, same float32 scores, same order, down to the last matching document."""
+    texts, qids = analyzed["query_texts"], analyzed["queries"]
+    depth = corpus["meta"]["n_docs"]
+    with lucene.lucene_searcher(corpus["index"], k1, b) as reference:
+        expected = reference.batch_search(texts, qids, depth)
+    with impacts.ImpactSearcher(corpus["index"], k1, b) as searcher:
+        assert searcher.batch_search(texts, qids, depth, threads=2) == expected
+        for qid, text in zip(qids, texts, strict=True):
+            assert searcher.search(text, 10) == expected[qid][:10]
+    assert all(len(hits) > 100 for hits in expected.values())
+
+
+def test_impact_searcher_handles_repeated_and_unknown_terms(corpus: dict) -> None:
+    title = corpus["papers"][0]["title"]
+    queries = [f"{title} {title} {title}", "zzunknownq " + title, "zzunknownq", ""]
+    qids = [f"q{i}" for i in range(len(queries))]
+    with lucene.lucene_searcher(corpus["index"], K1, B) as reference:
+        expected = reference.batch_search(queries, qids, 40)
+    with impacts.ImpactSearcher(corpus["index"], K1, B) as searcher:
+        assert searcher.batch_search(queries, qids, 40) == expected
+    assert expected["q2"] == expected["q3"] == []
+
+
+def test_impact_searcher_follows_a_multithreaded_index(corpus: dict, tmp_path: Path) -> None:
+    """Parallel indexing numbers documents out of collection order; hits still agree."""
+    docs = [
+        {"id": p["paper_id"], "contents": bm25.paper_text(p["title"], p["abstract"], "\n")}
+        for p in corpus["papers"]
+    ]
+    index = _index_with_impacts(docs, tmp_path, threads=3)
+    texts = _texts(corpus, corpus["queries"], " ")
+    with lucene.lucene_searcher(index, K1, B) as reference:
+        expected = reference.batch_search(texts, corpus["queries"], 100)
+    with impacts.ImpactSearcher(index, K1, B) as searcher:
+        assert searcher.batch_search(texts, corpus["queries"], 100) == expected
+
+
+def test_impact_matrix_holds_lucenes_statistics(corpus: dict, analyzed: dict) -> None:
+    """Every term's document frequency and every document's norm, not just the sample."""
+    index = corpus["index"]
+    folder = index / impacts.IMPACTS_DIR
+    meta = json.loads((folder / "meta.json").read_text())
+    assert corpus["meta"]["impacts"] == meta
+    terms = (folder / "terms.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    indptr = np.load(folder / "indptr.npy")
+    norms = np.load(folder / "norms.npy")
+    assert meta["n_docs"] == len(corpus["pool"]) == norms.size
+    assert meta["sum_total_term_freq"] == sum(len(t) for t in analyzed["docs"].values())
+    reader = lucene.open_reader(index)
+    try:
+        term = lucene.autoclass("org.apache.lucene.index.Term")
+        doc_freqs = [int(reader.docFreq(term("contents", t))) for t in terms]
+        lucene_norms = lucene.autoclass("org.apache.lucene.index.MultiDocValues").getNormValues(
+            reader, "contents"
+        )
+        lucene_codes = []
+        for doc in range(norms.size):
+            assert lucene_norms.advanceExact(doc)
+            lucene_codes.append(int(lucene_norms.longValue()) & 0xFF)
+    finally:
+        reader.close()
+    assert doc_freqs == np.diff(indptr).tolist()
+    assert lucene_codes == norms.tolist()
+
+
+def test_a_matrix_that_disagrees_with_lucene_is_rejected(corpus: dict) -> None:
+    folder = corpus["index"] / impacts.IMPACTS_DIR
+    meta = json.loads((folder / "meta.json").read_text())
+    terms = (folder / "terms.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    indptr, docs = np.load(folder / "indptr.npy"), np.load(folder / "docs.npy")
+    norms = np.load(folder / "norms.npy")
+    impacts.verify_against_lucene(corpus["index"], meta, terms, indptr, docs, norms)
+    with pytest.raises(impacts.ImpactsError, match="norm of Lucene doc"):
+        impacts.verify_against_lucene(corpus["index"], meta, terms, indptr, docs, norms + 1)
+    wrong = {**meta, "sum_total_term_freq": meta["sum_total_term_freq"] + 1}
+    with pytest.raises(impacts.ImpactsError, match="sum_total_term_freq: Lucene"):
+        impacts.verify_against_lucene(corpus["index"], wrong, terms, indptr, docs, norms)
+
+
+def test_batched_analysis_equals_one_text_at_a_time(corpus: dict) -> None:
+    """Texts are analyzed many per JNI call; a text holding the break token still works."""
+    texts = _texts(corpus, corpus["pool"][:30], "\n")
+    texts += ["", "U.S.A. e.g. 1,000 citation-recommendation", f"a {impacts.TEXT_BREAK} b"]
+    assert impacts.Analyzer().analyze(texts) == lucene.analyze(texts)
+    assert impacts.Analyzer().analyze(texts[:-1]) == lucene.analyze(texts[:-1])
+
+
+def test_index_without_impact_matrix_is_a_clear_error(tmp_path: Path) -> None:
+    collection = tmp_path / "collection"
+    collection.mkdir()
+    (collection / "docs.jsonl").write_text('{"id": "a", "contents": "alpha beta"}\n')
+    lucene.build_index(collection, tmp_path / "index")
+    with pytest.raises(impacts.ImpactsError, match="no impact matrix"):
+        impacts.ImpactSearcher(tmp_path / "index")
+    with lucene.lucene_searcher(tmp_path / "index") as searcher:
+        assert searcher.search("alpha", 5)[0][0] == "a"
 
 
 # --- tuning -----------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -314,18 +314,22 @@ def build_index(
     index_dir: str | os.PathLike,
     threads: int = 1,
     metadata: Mapping[str, Any] | None = None,
+    extend: Callable[[Path], Mapping[str, Any]] | None = None,
 ) -> int:
     """:func:`index_collection` into a temporary sibling renamed onto ``index_dir``.
 
-    The doc number -> id table (:data:`DOCIDS_FILE`) and ``metadata`` (with ``n_docs``
-    added, as :data:`INDEX_METADATA`) are written inside the index first, so a finished
-    index always carries them. Lucene ignores the extra files.
+    The doc number -> id table (:data:`DOCIDS_FILE`), whatever ``extend`` adds (it is
+    called with the finished temporary index and returns metadata of its own), and
+    ``metadata`` (with ``n_docs`` and ``extend``'s metadata added, as
+    :data:`INDEX_METADATA`) are written inside the index first, so a finished index
+    always carries them. Lucene ignores the extra files.
     """
     with atomic_path(index_dir) as tmp:
         n_docs = index_collection(collection_dir, tmp, threads)
         write_docids(tmp)
+        extra = dict(extend(tmp)) if extend is not None else {}
         if metadata is not None:
-            text = json.dumps({**metadata, "n_docs": n_docs}, indent=2, sort_keys=True)
+            text = json.dumps({**metadata, **extra, "n_docs": n_docs}, indent=2, sort_keys=True)
             (tmp / INDEX_METADATA).write_text(text + "\n")
     return n_docs
 
@@ -343,7 +347,7 @@ def read_index_metadata(index_dir: str | os.PathLike) -> dict[str, Any] | None:
 
 def index_num_docs(index_dir: str | os.PathLike) -> int:
     """Number of live documents in a Lucene index."""
-    reader = _open_reader(Path(index_dir))
+    reader = open_reader(Path(index_dir))
     try:
         return int(reader.numDocs())
     finally:
@@ -380,7 +384,7 @@ def _docids_from_index(reader: Any) -> list[str]:
 def write_docids(index_dir: str | os.PathLike) -> int:
     """Store the doc number -> id table inside the index; return its length."""
     path = Path(index_dir)
-    reader = _open_reader(path)
+    reader = open_reader(path)
     try:
         ids = _docids_from_index(reader)
     finally:
@@ -389,7 +393,8 @@ def write_docids(index_dir: str | os.PathLike) -> int:
     return len(ids)
 
 
-def _open_reader(path: Path) -> Any:
+def open_reader(path: Path) -> Any:
+    """A Lucene ``DirectoryReader`` on the index at ``path``; the caller closes it."""
     if not path.is_dir() or not any(path.glob("segments_*")):
         raise LuceneError(f"{path} is not a Lucene index (no segments_* file)")
     readers = autoclass("org.apache.lucene.index.DirectoryReader")
@@ -413,7 +418,7 @@ class Bm25Searcher:
         start_jvm()
         path = Path(index_dir)
         self.index_dir = path
-        self._reader = _open_reader(path)
+        self._reader = open_reader(path)
         self.num_docs = int(self._reader.maxDoc())
         docids = read_docids(path)
         if docids is None or len(docids) != self.num_docs:
