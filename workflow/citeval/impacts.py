@@ -50,8 +50,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
-import scipy.sparse as sp
 from tqdm import tqdm
 
 from citeval import lucene
@@ -89,11 +89,15 @@ class Analyzer:
             "io.anserini.analysis.DefaultEnglishAnalyzer"
         ).newDefaultInstance()
         self._utils = lucene.autoclass("io.anserini.analysis.AnalyzerUtils")
+        self._objects = lucene.autoclass("java.util.Objects")
 
     def _tokens(self, text: str) -> list[str]:
-        # List.toString() is "[a, b]": one string across JNI instead of one per token.
-        # Analyzed terms never hold whitespace, so ", " separates them unambiguously.
-        joined = self._utils.analyze(self._analyzer, text).toString()[1:-1]
+        # A list's toString() is "[a, b]": one string across JNI instead of one per token,
+        # and analyzed terms never hold whitespace, so ", " separates them unambiguously.
+        # Only static methods are called: pyjnius binds an instance method to its object
+        # through state that all objects of the class share, which races across threads.
+        tokens = self._utils.analyze(self._analyzer, text)
+        joined = self._objects.toString(tokens)[1:-1]
         return joined.split(", ") if joined else []
 
     def analyze(self, texts: Sequence[str]) -> list[list[str]]:
@@ -332,6 +336,74 @@ def has_impacts(index_dir: str | os.PathLike) -> bool:
     return (Path(index_dir) / IMPACTS_DIR / "meta.json").is_file()
 
 
+@numba.njit(nogil=True, cache=True)
+def _accumulate(indptr, docs, impacts, divisors, idf, terms, boosts, totals):
+    """Add each query term's BM25 score to ``totals`` (float64), as Lucene computes it.
+
+    A term of boost 1 adds its stored impact; a repeated term's weight is
+    ``boost * idf`` in float32, so its score is recomputed from the divisor.
+    """
+    for i in range(terms.size):
+        term = terms[i]
+        if boosts[i] == 1:
+            for posting in range(indptr[term], indptr[term + 1]):
+                totals[docs[posting]] += impacts[posting]
+        else:
+            weight = np.float32(boosts[i]) * idf[term]
+            for posting in range(indptr[term], indptr[term + 1]):
+                totals[docs[posting]] += weight - weight / divisors[posting]
+
+
+@numba.njit(nogil=True, cache=True)
+def _sift_down(scores, docs, size, root):
+    """Restore the min-heap (lowest score on top) below ``root``."""
+    while True:
+        child = 2 * root + 1
+        if child >= size:
+            return
+        if child + 1 < size and scores[child + 1] < scores[child]:
+            child += 1
+        if scores[child] >= scores[root]:
+            return
+        scores[root], scores[child] = scores[child], scores[root]
+        docs[root], docs[child] = docs[child], docs[root]
+        root = child
+
+
+@numba.njit(nogil=True, cache=True)
+def _top_k(totals, k):
+    """Doc numbers and float32 scores of the ``k`` best matches in Lucene's order: score
+    descending, ties by doc number ascending.
+
+    One pass in doc-number order with a k-entry min-heap: a document enters only with a
+    strictly higher score than the heap's lowest, so among equal scores the lowest doc
+    numbers stay, as in Lucene's collector.
+    """
+    scores = np.empty(k, np.float32)
+    docs = np.empty(k, np.int64)
+    size = 0
+    for doc in range(totals.size):
+        if totals[doc] == 0:
+            continue
+        score = np.float32(totals[doc])
+        if size < k:
+            scores[size] = score
+            docs[size] = doc
+            size += 1
+            if size == k:
+                for root in range(k // 2 - 1, -1, -1):
+                    _sift_down(scores, docs, k, root)
+        elif score > scores[0]:
+            scores[0] = score
+            docs[0] = doc
+            _sift_down(scores, docs, k, 0)
+    scores, docs = scores[:size], docs[:size]
+    by_doc = np.argsort(docs)
+    scores, docs = scores[by_doc], docs[by_doc]
+    order = np.argsort(-scores, kind="mergesort")  # stable: ties keep doc number order
+    return docs[order], scores[order]
+
+
 class ImpactSearcher:
     """BM25 over an index's impact matrix, with :class:`citeval.lucene.Bm25Searcher`'s
     interface and results (see the module docstring)."""
@@ -350,7 +422,8 @@ class ImpactSearcher:
             terms = (folder / "terms.txt").read_text(encoding="utf-8").split("\n")[:-1]
             self._indptr = np.load(folder / "indptr.npy")
             self._docs = np.load(folder / "docs.npy")
-            self._freqs = np.load(folder / "freqs.npy")
+            # Read once per (k1, b) only: left on disk.
+            self._freqs = np.load(folder / "freqs.npy", mmap_mode="r")
             self._norms = np.load(folder / "norms.npy")
         except (OSError, ValueError) as error:
             raise ImpactsError(f"{folder}: unreadable impact matrix: {error}") from error
@@ -385,71 +458,45 @@ class ImpactSearcher:
             norm_factor = F32(1) / (
                 k1_32 * ((F32(1) - b_32) + b_32 * self._length_table / self._avgdl)
             )
-        # Per posting, the divisor of Lucene's BM25, 1 + tf * normFactor[norm], and the
-        # score at query boost 1, exact in float64 so that sums round like Lucene's.
+        # Per posting: the divisor of Lucene's BM25, 1 + tf * normFactor[norm], and the
+        # score at query boost 1, idf - idf / divisor, all in float32 as in Lucene.
         self._divisors = F32(1) + self._freqs.astype(F32) * norm_factor[self._norms[self._docs]]
         idf = np.repeat(self._idf, np.diff(self._indptr))
-        impacts = (idf - idf / self._divisors).astype(np.float64)
-        del idf
-        self._matrix = sp.csr_matrix(
-            (impacts, self._docs, self._indptr), shape=(len(self._vocabulary), self.num_docs)
+        self._impacts = idf - idf / self._divisors
+
+    def _query_terms(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Anserini's bag of words: the known distinct terms and their counts (boosts)."""
+        pairs = [
+            (self._vocabulary[term], count)
+            for term, count in Counter(tokens).items()
+            if term in self._vocabulary
+        ]
+        terms = np.array([term for term, _ in pairs], dtype=np.int64)
+        return terms, np.array([count for _, count in pairs], dtype=np.int64)
+
+    def _search_tokens(self, tokens: Sequence[str], k: int) -> lucene.Hits:
+        terms, boosts = self._query_terms(tokens)
+        # Clause scores summed in float64 and rounded to float32, as Lucene's scorers do.
+        totals = np.zeros(self.num_docs)
+        _accumulate(
+            self._indptr,
+            self._docs,
+            self._impacts,
+            self._divisors,
+            self._idf,
+            terms,
+            boosts,
+            totals,
         )
-
-    def _scores(self, tokens: Sequence[str]) -> np.ndarray:
-        """Every document's float64 sum of clause scores for one analyzed query."""
-        single: list[int] = []
-        repeated: list[int] = []
-        boosts: list[int] = []
-        for term, count in Counter(tokens).items():
-            number = self._vocabulary.get(term)
-            if number is None:
-                continue
-            if count == 1:
-                single.append(number)
-            else:
-                repeated.append(number)
-                boosts.append(count)
-        if single:
-            totals = np.asarray(self._matrix[single].sum(axis=0)).ravel()
-        else:
-            totals = np.zeros(self.num_docs)
-        if repeated:
-            # Lucene's weight is boost * idf in float32, so a repeated term's score is not
-            # a multiple of its boost-1 impact: it is computed from its postings.
-            postings, lengths = self._postings_of(np.asarray(repeated))
-            weights = np.repeat(np.asarray(boosts, dtype=F32) * self._idf[repeated], lengths)
-            scores = weights - weights / self._divisors[postings]
-            totals += np.bincount(self._docs[postings], scores, minlength=self.num_docs)
-        return totals
-
-    def _postings_of(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of the postings of ``terms`` (concatenated), and each term's count."""
-        starts = self._indptr[terms]
-        lengths = self._indptr[terms + 1] - starts
-        ends = np.cumsum(lengths)
-        positions = np.arange(ends[-1]) + np.repeat(starts - (ends - lengths), lengths)
-        return positions, lengths
-
-    def _top(self, totals: np.ndarray, k: int) -> lucene.Hits:
-        """The ``k`` best documents, score descending then doc number ascending."""
-        matched = np.flatnonzero(totals)
-        scores = totals[matched].astype(F32)
-        if matched.size > k:
-            kth = np.partition(scores, matched.size - k)[matched.size - k]
-            above = np.flatnonzero(scores > kth)
-            tied = np.flatnonzero(scores == kth)[: k - above.size]
-            keep = np.concatenate([above, tied])
-            matched, scores = matched[keep], scores[keep]
-        order = np.lexsort((matched, -scores))
+        docs, scores = _top_k(totals, k)
         docids = self._docids
         return [
-            (docids[doc], score)
-            for doc, score in zip(matched[order].tolist(), scores[order].tolist(), strict=True)
+            (docids[doc], score) for doc, score in zip(docs.tolist(), scores.tolist(), strict=True)
         ]
 
     def search(self, query: str, k: int) -> lucene.Hits:
         """Top ``k`` documents for one query."""
-        return self._top(self._scores(self._analyzer.analyze([query])[0]), int(k))
+        return self._search_tokens(self._analyzer.analyze([query])[0], int(k))
 
     def batch_search(
         self, queries: Sequence[str], qids: Sequence[str], k: int, threads: int = 1
@@ -462,7 +509,7 @@ class ImpactSearcher:
         analyzed = self._analyzer.analyze(queries)
 
         def work(tokens: list[str]) -> lucene.Hits:
-            return self._top(self._scores(tokens), int(k))
+            return self._search_tokens(tokens, int(k))
 
         if threads <= 1 or len(queries) <= 1:
             results = list(map(work, analyzed))
@@ -472,7 +519,7 @@ class ImpactSearcher:
         return dict(zip(qids, results, strict=True))
 
     def close(self) -> None:
-        self._matrix = None
+        """Nothing to release: the arrays go with the object."""
 
     def __enter__(self) -> ImpactSearcher:
         return self
