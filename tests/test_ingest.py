@@ -294,6 +294,48 @@ def test_output_is_byte_identical_and_split_into_parts(tmp_path):
     ] == [3, 3, 3, 1]
 
 
+def test_pid_ranges_do_not_change_the_output(tmp_path, monkeypatch):
+    rows = [
+        paper(f"p{i:02d}", outbound_citations=[f"p{(i * 7) % 30:02d}", f"p{(i * 11) % 30:02d}"])
+        for i in range(30)
+    ]
+    files = [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", [*rows, rows[3]]))]
+    whole, _ = ingest_files(tmp_path, files, name="whole", on_duplicate="keep_first")
+    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # MAX_RANGES ranges
+    ranged, report = ingest_files(tmp_path, files, name="ranged", on_duplicate="keep_first")
+    assert report["totals"]["duplicate_papers"] == 1
+    names = sorted(p.relative_to(whole) for p in whole.rglob("*.parquet"))
+    assert names == sorted(p.relative_to(ranged) for p in ranged.rglob("*.parquet"))
+    for name in names:
+        assert (whole / name).read_bytes() == (ranged / name).read_bytes(), name
+
+
+def test_pid_ranges_cover_every_pid_once():
+    assert ingest.pid_ranges(0, 10**9, 100) == [(0, 0)]
+    assert ingest.pid_ranges(10, 1, 100) == [(0, 10)]
+    ranges = ingest.pid_ranges(10, 10**9, 100)
+    assert len(ranges) <= ingest.MAX_RANGES
+    assert [lo for lo, _ in ranges[1:]] == [hi for _, hi in ranges[:-1]]
+    assert (ranges[0][0], ranges[-1][1]) == (0, 10)
+
+
+def test_write_behind_raises_the_writers_error_without_hanging():
+    produced = []
+
+    def batches():
+        for i in range(10):
+            produced.append(i)
+            yield pa.record_batch({"x": [i]})
+
+    def write(batch):
+        if batch["x"][0].as_py() == 2:
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        ingest.write_behind(batches(), write)
+    assert len(produced) < 10  # the producer stopped early
+
+
 def write_v2020_parquet(path: Path, rows: list[dict[str, Any]], drop: str | None = None) -> Path:
     columns = list(ingest.PARQUET_COLUMNS)
     table = pa.table(
