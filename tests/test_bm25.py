@@ -468,6 +468,25 @@ def test_impact_searcher_follows_a_multithreaded_index(corpus: dict, tmp_path: P
         assert searcher.batch_search(texts, corpus["queries"], 100) == expected
 
 
+def test_impact_searcher_counts_documents_as_lucene_does(tmp_path: Path) -> None:
+    """A text of stop words only is indexed without terms: not in docCount, never a hit."""
+    docs = [{"id": "stop", "contents": "The of and, to; a!"}]
+    docs += [
+        {"id": f"d{i}", "contents": f"alpha beta {'gamma ' * i}delta{i % 3}"} for i in range(12)
+    ]
+    index = _index_with_impacts(docs, tmp_path)
+    meta = json.loads((index / impacts.IMPACTS_DIR / "meta.json").read_text())
+    assert (meta["n_docs"], meta["doc_count"]) == (13, 12)
+    queries = ["gamma delta1", "alpha alpha beta", "the of"]
+    qids = ["q1", "q2", "q3"]
+    with lucene.lucene_searcher(index, K1, B) as reference:
+        expected = reference.batch_search(queries, qids, 20)
+    with impacts.ImpactSearcher(index, K1, B) as searcher:
+        assert searcher.batch_search(queries, qids, 20) == expected
+    assert len(expected["q2"]) == 12
+    assert expected["q3"] == []
+
+
 def test_impact_matrix_holds_lucenes_statistics(corpus: dict, analyzed: dict) -> None:
     """Every term's document frequency and every document's norm, not just the sample."""
     index = corpus["index"]
@@ -477,7 +496,7 @@ def test_impact_matrix_holds_lucenes_statistics(corpus: dict, analyzed: dict) ->
     terms = (folder / "terms.txt").read_text(encoding="utf-8").split("\n")[:-1]
     indptr = np.load(folder / "indptr.npy")
     norms = np.load(folder / "norms.npy")
-    assert meta["n_docs"] == len(corpus["pool"]) == norms.size
+    assert meta["n_docs"] == meta["doc_count"] == len(corpus["pool"]) == norms.size
     assert meta["sum_total_term_freq"] == sum(len(t) for t in analyzed["docs"].values())
     reader = lucene.open_reader(index)
     try:

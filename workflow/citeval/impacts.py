@@ -9,10 +9,11 @@ so that a run is the run Lucene would give, score for score:
 * **The same terms.** Documents and queries go through the analyzer that built the index
   (Anserini's ``DefaultEnglishAnalyzer``, called in the JVM); a query is Anserini's bag
   of words, one clause per distinct term boosted by its count.
-* **The same statistics.** ``docCount``, ``sumTotalTermFreq``, document frequencies and
-  the one-byte length norms are computed from those tokens, and checked against the
-  Lucene index when the matrix is built (every collection statistic; a seeded sample of
-  terms and of norms); any difference is an error.
+* **The same statistics.** ``docCount`` (documents with at least one term),
+  ``sumTotalTermFreq``, document frequencies and the one-byte length norms are computed
+  from those tokens, and checked against the Lucene index when the matrix is built (every
+  collection statistic; a seeded sample of terms and of norms); any difference is an
+  error.
 * **The same arithmetic.** Lucene's ``BM25Similarity`` in float32: ``idf`` as
   ``(float) log(1 + (N - n + 0.5) / (n + 0.5))``, the 256-entry table
   ``1 / (k1 * (1 - b + b * length / avgdl))`` indexed by the norm byte, and per posting
@@ -26,7 +27,8 @@ so that a run is the run Lucene would give, score for score:
 Layout (inside the Lucene index folder, written atomically as one sub-folder)::
 
     citeval-impacts/
-        meta.json     n_docs, n_terms, n_postings, sum_total_term_freq, analyzer, version
+        meta.json     n_docs, doc_count, n_terms, n_postings, sum_total_term_freq, analyzer,
+                      format version
         terms.txt     one analyzed term per line (analyzed terms hold no whitespace)
         indptr.npy    int64, n_terms + 1: term t's postings are [indptr[t], indptr[t+1])
         docs.npy      int32, Lucene doc numbers, ascending within each term
@@ -209,6 +211,9 @@ def build_impacts(
                 raise ImpactsError(
                     f"document {error.args[0]!r} is not in the Lucene index {index_path}"
                 ) from None
+            if (lengths[numbers] >= 0).any():
+                repeated = ids[int(np.flatnonzero(lengths[numbers] >= 0)[0])]
+                raise ImpactsError(f"document {repeated!r} was given twice")
             counts = np.fromiter(map(len, batch_tokens), np.int64, len(batch_tokens))
             lengths[numbers] = counts
             term_ids = np.fromiter(
@@ -252,6 +257,9 @@ def build_impacts(
         "format_version": FORMAT_VERSION,
         "analyzer": ANALYZER_NAME,
         "n_docs": n_docs,
+        # Documents with at least one term: Lucene's docCount, which idf and avgdl use (a
+        # text of stop words only is indexed without terms).
+        "doc_count": int(np.count_nonzero(lengths)),
         "n_terms": len(terms),
         "n_postings": int(docs.size),
         "sum_total_term_freq": int(lengths.sum()),
@@ -284,7 +292,7 @@ def verify_against_lucene(
 ) -> None:
     """Fail unless the matrix's statistics are the Lucene index's own.
 
-    Checks the document count and the total term frequency, and, for a seeded sample of
+    Checks the document counts and the total term frequency, and, for a seeded sample of
     terms and documents, document frequencies and length norms.
     """
     reader = lucene.open_reader(index_path)
@@ -293,7 +301,8 @@ def verify_against_lucene(
     try:
         with lucene.java_errors(f"reading statistics of {index_path}"):
             expected = {
-                "n_docs": int(reader.getDocCount(field)),
+                "n_docs": int(reader.maxDoc()),
+                "doc_count": int(reader.getDocCount(field)),
                 "sum_total_term_freq": int(reader.getSumTotalTermFreq(field)),
             }
             for key, value in expected.items():
@@ -440,8 +449,9 @@ class ImpactSearcher:
         self._vocabulary = {term: number for number, term in enumerate(terms)}
         doc_freqs = np.diff(self._indptr)
         # Lucene: (float) Math.log(1 + (docCount - docFreq + 0.5D) / (docFreq + 0.5D)).
-        self._idf = np.log1p((self.num_docs - doc_freqs + 0.5) / (doc_freqs + 0.5)).astype(F32)
-        self._avgdl = F32(meta["sum_total_term_freq"] / self.num_docs)
+        doc_count = meta["doc_count"]
+        self._idf = np.log1p((doc_count - doc_freqs + 0.5) / (doc_freqs + 0.5)).astype(F32)
+        self._avgdl = F32(meta["sum_total_term_freq"] / doc_count)
         self._length_table = _length_table()
         self._analyzer = Analyzer()
         self.set_bm25(k1, b)
