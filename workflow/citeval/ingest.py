@@ -1277,8 +1277,9 @@ class Merger:
         """The papers with ``lo <= pid < hi``, in pid (= paper_id) order.
 
         The range sits on the small ``ids`` side of the join; DuckDB pushes its paper_id
-        bounds into the staging scan, so titles and abstracts outside the range are skipped
-        rather than decoded, and the sort holds one range only.
+        bounds into the staging scan, so rows outside the range are dropped there, and the
+        sort holds one range only. Every range reads all the staged papers again, which
+        is what ``MAX_RANGES`` caps.
         """
         return (
             f"SELECT p.paper_id, p.title, {self.abstract_sql} AS abstract, p.year, "
