@@ -13,7 +13,9 @@ the JVM, once per process, with whatever options are set at that moment):
 * ``OPENAI_API_KEY`` gets a placeholder if unset, because ``pyserini.search.lucene``
   builds an OpenAI client at import time. Nothing is ever sent.
 
-Searching: :class:`Bm25Searcher` builds each query exactly as Anserini's
+Searching: :class:`Bm25Searcher` is the reference searcher (the pipeline's default,
+:class:`citeval.impacts.ImpactSearcher`, returns the same hits from the index's impact
+matrix, faster). It builds each query exactly as Anserini's
 ``SimpleSearcher`` (what ``pyserini.search.lucene.LuceneSearcher`` wraps) does for a text
 query, with the same ``DefaultEnglishAnalyzer`` and ``BagOfWordsQueryGenerator`` (one
 ``SHOULD`` clause per distinct analyzed term, boosted by its count in the query), and
