@@ -537,6 +537,19 @@ def test_batched_analysis_equals_one_text_at_a_time(corpus: dict) -> None:
     assert impacts.Analyzer().analyze(texts[:-1]) == lucene.analyze(texts[:-1])
 
 
+def test_impact_build_rejects_documents_that_do_not_match_the_index(tmp_path: Path) -> None:
+    docs = [{"id": "a", "contents": "alpha beta"}, {"id": "b", "contents": "beta gamma"}]
+    index = _index_with_impacts(docs, tmp_path)
+    with pytest.raises(impacts.ImpactsError, match="'c' is not in the Lucene index"):
+        impacts.build_impacts(index, [("a", "alpha beta"), ("c", "gamma")])
+    with pytest.raises(impacts.ImpactsError, match="'a' was given twice"):
+        impacts.build_impacts(index, [("a", "alpha beta"), ("a", "alpha beta")])
+    with pytest.raises(impacts.ImpactsError, match=r"1 of 2 documents .* were not given"):
+        impacts.build_impacts(index, [("a", "alpha beta")])
+    with pytest.raises(impacts.ImpactsError, match="disagrees with the Lucene index"):
+        impacts.build_impacts(index, [("a", "alpha beta"), ("b", "beta delta")])
+
+
 def test_index_without_impact_matrix_is_a_clear_error(tmp_path: Path) -> None:
     collection = tmp_path / "collection"
     collection.mkdir()

@@ -188,7 +188,8 @@ def build_impacts(
     texts given to Lucene. Returns the matrix's metadata.
     """
     index_path = Path(index_dir)
-    doc_numbers = {doc_id: number for number, doc_id in enumerate(_docids(index_path))}
+    docids = _docids(index_path)
+    doc_numbers = {doc_id: number for number, doc_id in enumerate(docids)}
     n_docs = len(doc_numbers)
     vocabulary: dict[str, int] = {}
     term_parts: list[np.ndarray] = []
@@ -212,9 +213,10 @@ def build_impacts(
                 raise ImpactsError(
                     f"document {error.args[0]!r} is not in the Lucene index {index_path}"
                 ) from None
-            if (lengths[numbers] >= 0).any():
-                repeated = ids[int(np.flatnonzero(lengths[numbers] >= 0)[0])]
-                raise ImpactsError(f"document {repeated!r} was given twice")
+            distinct, times = np.unique(numbers, return_counts=True)
+            repeated = np.concatenate([distinct[times > 1], numbers[lengths[numbers] >= 0]])
+            if repeated.size:
+                raise ImpactsError(f"document {docids[int(repeated[0])]!r} was given twice")
             counts = np.fromiter(map(len, batch_tokens), np.int64, len(batch_tokens))
             lengths[numbers] = counts
             term_ids = np.fromiter(
