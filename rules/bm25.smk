@@ -1,6 +1,6 @@
-# BM25 with Lucene (Anserini through pyserini): one index per pool (with its impact matrix),
-# k1/b tuned on the validation split, top-k runs for every test collection. The tuning job builds its
-# validation indexes itself, in one JVM, and deletes them when it is done.
+# BM25 with Lucene (Anserini through pyserini): one index per pool (with its impact
+# matrix), k1/b tuned on the validation split, top-k runs for every test collection. The
+# tuning job builds its validation indexes itself, in one JVM, and deletes them when done.
 
 
 rule bm25_index:

@@ -519,14 +519,14 @@ def test_a_matrix_that_disagrees_with_lucene_is_rejected(corpus: dict) -> None:
     folder = corpus["index"] / impacts.IMPACTS_DIR
     meta = json.loads((folder / "meta.json").read_text())
     terms = (folder / "terms.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    indptr, docs = np.load(folder / "indptr.npy"), np.load(folder / "docs.npy")
+    indptr = np.load(folder / "indptr.npy")
     norms = np.load(folder / "norms.npy")
-    impacts.verify_against_lucene(corpus["index"], meta, terms, indptr, docs, norms)
+    impacts.verify_against_lucene(corpus["index"], meta, terms, indptr, norms)
     with pytest.raises(impacts.ImpactsError, match="norm of Lucene doc"):
-        impacts.verify_against_lucene(corpus["index"], meta, terms, indptr, docs, norms + 1)
+        impacts.verify_against_lucene(corpus["index"], meta, terms, indptr, norms + 1)
     wrong = {**meta, "sum_total_term_freq": meta["sum_total_term_freq"] + 1}
     with pytest.raises(impacts.ImpactsError, match="sum_total_term_freq: Lucene"):
-        impacts.verify_against_lucene(corpus["index"], wrong, terms, indptr, docs, norms)
+        impacts.verify_against_lucene(corpus["index"], wrong, terms, indptr, norms)
 
 
 def test_batched_analysis_equals_one_text_at_a_time(corpus: dict) -> None:

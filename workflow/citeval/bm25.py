@@ -325,11 +325,8 @@ def load_queries(
     return kept
 
 
-Searcher = impacts.ImpactSearcher | lucene.Bm25Searcher
-
-
 def _top_k_without_self(
-    searcher: Searcher,
+    searcher: impacts.Searcher,
     qid: str,
     text: str,
     hits: lucene.Hits,
@@ -354,7 +351,7 @@ def _top_k_without_self(
 
 
 def search_queries(
-    searcher: Searcher,
+    searcher: impacts.Searcher,
     queries: Sequence[tuple[str, str]],
     k: int,
     batch_size: int = 256,

@@ -1,10 +1,10 @@
 """Lucene's BM25, scored in bulk from an impact matrix stored beside the Lucene index.
 
 Lucene answers a 130-term disjunctive query by walking every posting list through its
-scorer tree, one document at a time; at k = 500 its dynamic pruning skips little, and a
-pool of 200k papers gives about 27 queries/s on 2 cores, a quarter of what bm25s does
-with sparse-matrix arithmetic. This module does bm25s's arithmetic on Lucene's numbers,
-so that a run is the run Lucene would give, score for score:
+scorer tree, one document at a time; at k = 500 its dynamic pruning skips little, and on a
+pool of 200k papers it answers about 47 queries/s on 2 cores, half of what bm25s does with
+sparse-matrix arithmetic (README, "Benchmarks"). This module does bm25s's arithmetic on
+Lucene's numbers, so that a run is the run Lucene would give, score for score:
 
 * **The same terms.** Documents and queries go through the analyzer that built the index
   (Anserini's ``DefaultEnglishAnalyzer``, called in the JVM); a query is Anserini's bag
@@ -267,7 +267,7 @@ def build_impacts(
         "n_postings": int(docs.size),
         "sum_total_term_freq": int(lengths.sum()),
     }
-    verify_against_lucene(index_path, meta, terms, indptr, docs, norms)
+    verify_against_lucene(index_path, meta, terms, indptr, norms)
     with atomic_path(index_path / IMPACTS_DIR) as tmp:
         tmp.mkdir()
         (tmp / "terms.txt").write_text("".join(f"{t}\n" for t in terms), encoding="utf-8")
@@ -290,7 +290,6 @@ def verify_against_lucene(
     meta: dict[str, Any],
     terms: Sequence[str],
     indptr: np.ndarray,
-    docs: np.ndarray,
     norms: np.ndarray,
 ) -> None:
     """Fail unless the matrix's statistics are the Lucene index's own.
@@ -461,8 +460,7 @@ class ImpactSearcher:
 
     def set_bm25(self, k1: float, b: float) -> None:
         """Score with Lucene's ``BM25Similarity(k1, b)``."""
-        if k1 < 0 or not 0 <= b <= 1:
-            raise lucene.LuceneError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        lucene.check_bm25_parameters(k1, b)
         self.k1, self.b = float(k1), float(b)
         k1_32, b_32 = F32(k1), F32(b)
         # With b = 1 the entry for length 0 divides by zero, as in Lucene; no document
@@ -515,10 +513,7 @@ class ImpactSearcher:
         self, queries: Sequence[str], qids: Sequence[str], k: int, threads: int = 1
     ) -> dict[str, lucene.Hits]:
         """Top ``k`` documents for each query, scored by ``threads`` threads."""
-        if len(queries) != len(qids):
-            raise ValueError(f"{len(queries)} queries but {len(qids)} query ids")
-        if len(set(qids)) != len(qids):
-            raise ValueError("query ids must be unique")
+        lucene.check_query_ids(queries, qids)
         analyzed = self._analyzer.analyze(queries)
 
         def work(tokens: list[str]) -> lucene.Hits:
@@ -542,11 +537,12 @@ class ImpactSearcher:
 
 
 SEARCHERS = ("impacts", "lucene")
+Searcher = ImpactSearcher | lucene.Bm25Searcher
 
 
 def open_searcher(
     index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4, searcher: str = "impacts"
-) -> ImpactSearcher | lucene.Bm25Searcher:
+) -> Searcher:
     """A BM25 searcher on ``index_dir``: ``impacts`` (default) or Lucene's own."""
     if searcher == "impacts":
         return ImpactSearcher(index_dir, k1, b)

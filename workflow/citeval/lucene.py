@@ -406,6 +406,21 @@ def open_reader(path: Path) -> Any:
         return readers.open(fs_dir.open(java_file(str(path)).toPath()))
 
 
+def check_bm25_parameters(k1: float, b: float) -> None:
+    """Raise unless (k1, b) is a valid ``BM25Similarity`` setting."""
+    if k1 < 0 or not 0 <= b <= 1:
+        raise LuceneError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+
+
+def check_query_ids(queries: Sequence[str], qids: Sequence[str]) -> None:
+    """Raise unless there is one unique id per query (a batch search's results are keyed
+    by id)."""
+    if len(queries) != len(qids):
+        raise ValueError(f"{len(queries)} queries but {len(qids)} query ids")
+    if len(set(qids)) != len(qids):
+        raise ValueError("query ids must be unique")
+
+
 class Bm25Searcher:
     """BM25 over a Lucene index, queries built as Anserini/pyserini build them.
 
@@ -439,8 +454,7 @@ class Bm25Searcher:
 
     def set_bm25(self, k1: float, b: float) -> None:
         """Score with Lucene's ``BM25Similarity(k1, b)``."""
-        if k1 < 0 or not 0 <= b <= 1:
-            raise LuceneError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        check_bm25_parameters(k1, b)
         self.k1 = float(k1)
         self.b = float(b)
         with java_errors("setting BM25 parameters"):
@@ -464,10 +478,7 @@ class Bm25Searcher:
         self, queries: Sequence[str], qids: Sequence[str], k: int, threads: int = 1
     ) -> dict[str, Hits]:
         """Top ``k`` documents for each query, searched by ``threads`` threads."""
-        if len(queries) != len(qids):
-            raise ValueError(f"{len(queries)} queries but {len(qids)} query ids")
-        if len(set(qids)) != len(qids):
-            raise ValueError("query ids must be unique")
+        check_query_ids(queries, qids)
         results: list[Hits | None] = [None] * len(queries)
         errors: list[BaseException] = []
         threads = max(1, min(int(threads), len(queries)))
