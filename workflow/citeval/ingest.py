@@ -1461,7 +1461,7 @@ def merge_staging(
     merger = Merger(
         shards,
         on_duplicate=on_duplicate,
-        memory_limit=f"{memory_bytes // 2**20}MiB",
+        memory_limit=duckdb_memory_limit(memory_limit),
         threads=threads,
         temp_dir=spill,
     )
