@@ -310,6 +310,60 @@ def test_pid_ranges_do_not_change_the_output(tmp_path, monkeypatch):
         assert (whole / name).read_bytes() == (ranged / name).read_bytes(), name
 
 
+def test_parts_written_at_once_match_one_writer(tmp_path, monkeypatch):
+    """Two threads writing papers parts side by side, over many pid ranges, give the
+    bytes of one writer; S2AG abstracts are attached inside each range's id bounds."""
+    papers = [
+        {"corpusid": i, "title": f"T{i}", "year": 2000 + i % 20, "fieldsofstudy": ["Physics"]}
+        for i in range(40)
+    ]
+    files = [
+        ("s2ag-papers", write_jsonl(tmp_path / "papers.jsonl", papers)),
+        (
+            "s2ag-abstracts",
+            write_jsonl(
+                tmp_path / "abstracts.jsonl",
+                [{"corpusid": i, "abstract": f"A{i}"} for i in range(0, 45, 3)],
+            ),
+        ),
+        (
+            "s2ag-citations",
+            write_jsonl(
+                tmp_path / "citations.jsonl",
+                [
+                    {"citingcorpusid": i, "citedcorpusid": (i * 7 + 3) % 40}
+                    for i in range(40)
+                    for _ in range(2)
+                ],
+            ),
+        ),
+    ]
+    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # MAX_RANGES ranges
+    one, _ = ingest_files(tmp_path, files, name="one", rows_per_part=7, threads=1)
+    two, report = ingest_files(tmp_path, files, name="two", rows_per_part=7, threads=2)
+    assert report["parts"]["papers"] == 6
+    names = sorted(p.relative_to(one) for p in one.rglob("*.parquet"))
+    assert names == sorted(p.relative_to(two) for p in two.rglob("*.parquet"))
+    for name in names:
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    rows = papers_of(two)
+    assert [rows[str(i)]["abstract"] for i in (0, 1, 39)] == ["A0", None, "A39"]
+    assert (
+        sum(r["n_references"] for r in rows.values()) == report["totals"]["citation_edges_written"]
+    )
+    assert report["totals"]["abstract_for_unknown_paper"] == 1  # corpus id 42
+
+
+def test_split_at_parts_cuts_ranges_at_part_boundaries():
+    assert ingest.split_at_parts([(0, 0)], 10) == [(0, [(0, 0)])]
+    assert ingest.split_at_parts([(0, 4), (4, 8), (8, 12), (12, 15)], 5) == [
+        (0, [(0, 4), (4, 5)]),
+        (1, [(5, 8), (8, 10)]),
+        (2, [(10, 12), (12, 15)]),
+    ]
+    assert ingest.split_at_parts([(0, 15)], 5) == [(0, [(0, 5)]), (1, [(5, 10)]), (2, [(10, 15)])]
+
+
 def test_pid_ranges_cover_every_pid_once():
     assert ingest.pid_ranges(0, 10**9, 100) == [(0, 0)]
     assert ingest.pid_ranges(10, 1, 100) == [(0, 10)]

@@ -146,13 +146,21 @@ STAGING_PARQUET_OPTIONS: dict[str, Any] = {
 }
 
 # The corpus tables: the package's settings at zstd level 1 (level 3 cost ~40% more CPU
-# for ~10% smaller files), and no dictionary for the columns that are unique per row
-# (building one and discarding it at the size limit only costs time).
+# for ~10% smaller files), no dictionary for the columns that are unique per row
+# (building one and discarding it at the size limit only costs time), and no min/max
+# statistics for title and abstract, which no reader can prune on (10% of the encoding).
 CORPUS_PARQUET_OPTIONS: dict[str, dict[str, Any]] = {
     "papers": {
         **PARQUET_OPTIONS,
         "compression_level": 1,
         "use_dictionary": ["year", "fields.list.element", "n_cited_by", "n_references"],
+        "write_statistics": [
+            "paper_id",
+            "year",
+            "fields.list.element",
+            "n_cited_by",
+            "n_references",
+        ],
     },
     "citations": {**PARQUET_OPTIONS, "compression_level": 1, "use_dictionary": False},
 }
@@ -348,8 +356,10 @@ class PartWriter:
         row_group_size: int,
         options: dict[str, Any],
         fixed_row_groups: bool = True,
+        first_part: int = 0,
     ) -> None:
         self.directory = directory
+        self.first_part = first_part
         self.fixed_row_groups = fixed_row_groups
         self.schema = schema
         self.rows_per_part = rows_per_part
@@ -387,7 +397,7 @@ class PartWriter:
         self._pending = rest.to_batches()
         self._pending_rows = rest.num_rows
         if self._writer is None:
-            path = self.directory / f"part-{self.parts:05d}.parquet"
+            path = self.directory / f"part-{self.first_part + self.parts:05d}.parquet"
             self._writer = pq.ParquetWriter(path, self.schema, **self.options)
         self._writer.write_table(chunk, row_group_size=size)
         for name in self.schema.names:
@@ -401,7 +411,7 @@ class PartWriter:
         """One row group per batch, no re-cutting: for staging files, which merge reads in
         any order and which need not be byte-stable."""
         if self._writer is None:
-            path = self.directory / f"part-{self.parts:05d}.parquet"
+            path = self.directory / f"part-{self.first_part + self.parts:05d}.parquet"
             self._writer = pq.ParquetWriter(path, self.schema, **self.options)
         self._writer.write_batch(batch)
         self._part_rows += batch.num_rows
@@ -422,9 +432,30 @@ class PartWriter:
             self._write_chunk(self._pending_rows)
         self._close_part()
         if self.parts == 0:
-            path = self.directory / "part-00000.parquet"
+            path = self.directory / f"part-{self.first_part:05d}.parquet"
             pq.write_table(self.schema.empty_table(), path, **self.options)
             self.parts = 1
+
+
+@dataclass
+class WrittenTable:
+    """What the part writers of one table wrote, summed over them."""
+
+    rows: int
+    parts: int
+    null_counts: dict[str, int]
+
+    @classmethod
+    def of(cls, writers: Sequence[PartWriter]) -> WrittenTable:
+        null_counts: dict[str, int] = {}
+        for writer in writers:
+            for name, count in writer.null_counts.items():
+                null_counts[name] = null_counts.get(name, 0) + count
+        return cls(
+            rows=sum(w.rows for w in writers),
+            parts=sum(w.parts for w in writers),
+            null_counts=null_counts,
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -1071,6 +1102,7 @@ class Merger:
         self.shards = shards
         self.on_duplicate = on_duplicate
         self.memory_bytes = memory_bytes
+        self.threads = threads
         self.con = duckdb.connect(
             config={
                 "memory_limit": f"{memory_bytes // 2**20}MiB",
@@ -1085,7 +1117,10 @@ class Merger:
         # Set by run(): the deduplicated papers view, how abstracts are attached, and the
         # numbers of papers and of citations to write.
         self.papers = ""
-        self.abstract_sql, self.abstract_join = "p.abstract", ""
+        self.has_abstracts = False
+        # Set by load_lookups(): every paper_id and the citation counts, in pid order.
+        self.ids = pa.array([], pa.string())
+        self.n_cited_by = self.n_references = np.zeros(0, dtype=np.int32)
         self.n_papers = self.n_citations = 0
 
     def sql(self, query: str, step: str | None = None) -> Any:
@@ -1161,15 +1196,14 @@ class Merger:
         )
         return f"{view}_kept"
 
-    def _attach_abstracts(self) -> tuple[str, str]:
-        """Stage the S2AG abstracts; return the SQL expression and join that attach them."""
+    def _attach_abstracts(self) -> bool:
+        """Stage the S2AG abstracts, if any were parsed; return whether there are any."""
         abstracts_union = _union(self.shards, "abstracts", "paper_id, abstract")
         if not abstracts_union:
-            return "p.abstract", ""
+            return False
         self.sql(f"CREATE VIEW abstracts_raw AS {abstracts_union}")
         abstracts = self.dedupe("abstracts_raw", "abstracts")
-        # Keyed by pid (null for an unknown paper), so that each written range picks its
-        # abstracts with an integer filter.
+        # pid is null for an abstract of an unknown paper.
         self.sql(
             "CREATE TABLE abstracts AS SELECT a.paper_id, ids.pid, a.abstract "
             f"FROM {abstracts} a LEFT JOIN ids USING (paper_id)",
@@ -1184,7 +1218,7 @@ class Merger:
                     f"SELECT paper_id {unknown} ORDER BY paper_id LIMIT {MAX_EXAMPLES}"
                 ).fetchall()
             ]
-        return "coalesce(a.abstract, p.abstract)", "LEFT JOIN abstracts a ON a.pid = i.pid"
+        return True
 
     def _build_edges(self) -> None:
         """Deduplicate the edges, count self-citations and dangling edges, keep the rest.
@@ -1271,110 +1305,141 @@ class Merger:
             "number the papers",
         )
         self.n_papers = self.scalar("SELECT count(*) FROM ids")
-        self.abstract_sql, self.abstract_join = self._attach_abstracts()
+        self.has_abstracts = self._attach_abstracts()
         self._build_edges()
 
-    def papers_query(self, lo: int, hi: int) -> str:
-        """The papers with ``lo <= pid < hi``, in pid (= paper_id) order.
+    def papers_query(self, lo: int, hi: int) -> tuple[str, dict[str, Any]]:
+        """The papers with ``lo <= pid < hi``, in pid (= paper_id) order, without counts.
 
-        The range sits on the small ``ids`` side of the join; DuckDB pushes its paper_id
-        bounds into the staging scan, so rows outside the range are dropped there, and the
-        sort holds one range only. Every range reads all the staged papers again, which
-        is what ``MAX_RANGES`` caps.
+        The range is given to DuckDB as its first and last paper_id, so the staging scan
+        drops the rows outside it before reading their text, and the sort holds one range
+        only; ``write_papers`` adds the citation counts by position. (Joining ``ids`` and
+        the counts here instead cost ~50% more: 2M papers, 8 ranges, 14 against 9 CPU-s.)
         """
-        return (
-            f"SELECT p.paper_id, p.title, {self.abstract_sql} AS abstract, p.year, "
-            "coalesce(p.fields, []::VARCHAR[]) AS fields, "
-            "coalesce(c.n_cited_by, 0)::INTEGER AS n_cited_by, "
-            "coalesce(c.n_references, 0)::INTEGER AS n_references "
-            f"FROM {self.papers} p JOIN ids i ON i.paper_id = p.paper_id "
-            f"AND i.pid >= {lo} AND i.pid < {hi} {self.abstract_join} "
-            "LEFT JOIN citation_counts c ON c.pid = i.pid ORDER BY i.pid"
+        abstract, join = "p.abstract", ""
+        if self.has_abstracts:
+            abstract = "coalesce(a.abstract, p.abstract)"
+            join = (
+                "LEFT JOIN (SELECT paper_id, abstract FROM abstracts "
+                "WHERE paper_id BETWEEN $first AND $last) a ON a.paper_id = p.paper_id"
+            )
+        sql = (
+            f"SELECT p.paper_id, p.title, {abstract} AS abstract, p.year, "
+            f"coalesce(p.fields, []::VARCHAR[]) AS fields FROM {self.papers} p {join} "
+            "WHERE p.paper_id BETWEEN $first AND $last ORDER BY p.paper_id"
         )
+        return sql, {"first": self.ids[lo].as_py(), "last": self.ids[hi - 1].as_py()}
 
-    def citations_query(self, lo: int, hi: int) -> str:
+    def citations_query(self, lo: int, hi: int) -> tuple[str, dict[str, Any]]:
         """The citations whose citing paper has ``lo <= pid < hi``, as sorted pid pairs.
 
-        Only integers go through DuckDB's sort; ``write`` turns the pids into ids with
-        :meth:`paper_ids`. Joining ``ids`` twice here instead, and sorting with the two
+        Only integers go through DuckDB's sort; ``write_citations`` turns the pids into
+        ids. Joining ``ids`` twice here instead, and sorting with the two
         strings as payload, cost ~3x the CPU (2M papers: 13.4 against 4.8 CPU-s).
         """
         return (
             f"SELECT citing, cited FROM edges WHERE citing >= {lo} AND citing < {hi} "
-            "ORDER BY citing, cited"
+            "ORDER BY citing, cited",
+            {},
         )
 
     # What one citations row takes in DuckDB's sort: two int32 pids and their sort key.
     CITATION_ROW_BYTES = 24
 
-    def paper_ids(self) -> pa.StringArray:
-        """Every paper_id in pid order, held in memory for the pid -> id lookups.
+    def load_lookups(self) -> None:
+        """Hold every paper_id and the citation counts in pid order, in memory.
 
-        It takes about (id length + 4) bytes per paper, which comes out of DuckDB's
-        budget, so the merge as a whole stays within ``--memory-limit``.
+        Both tables are written by pid range from them: ids for the citations' pid pairs,
+        counts by position beside the papers. They take about (id length + 12) bytes per
+        paper, which come out of DuckDB's budget, so the merge as a whole stays within
+        ``--memory-limit``.
         """
         table = self.con.sql("SELECT paper_id FROM ids ORDER BY pid").to_arrow_table()
-        ids = table.column("paper_id").combine_chunks()
-        remaining = max(DUCKDB_MIN_MEMORY, self.memory_bytes - ids.nbytes)
-        self.con.execute(f"SET memory_limit = '{remaining // 2**20}MiB'")
-        self.memory_bytes = remaining
-        return ids
+        self.ids = table.column("paper_id").combine_chunks()
+        counts = self.con.sql("SELECT pid, n_cited_by, n_references FROM citation_counts")
+        columns = counts.to_arrow_table()
+        pids = columns.column("pid").to_numpy()
+        self.n_cited_by = np.zeros(self.n_papers, dtype=np.int32)
+        self.n_references = np.zeros(self.n_papers, dtype=np.int32)
+        self.n_cited_by[pids] = columns.column("n_cited_by").to_numpy()
+        self.n_references[pids] = columns.column("n_references").to_numpy()
+        held = self.ids.nbytes + self.n_cited_by.nbytes + self.n_references.nbytes
+        self.memory_bytes = max(DUCKDB_MIN_MEMORY, self.memory_bytes - held)
+        self.con.execute(f"SET memory_limit = '{self.memory_bytes // 2**20}MiB'")
 
     def write(
         self,
-        query: Callable[[int, int], str],
-        ranges: Sequence[tuple[int, int]],
+        query: Callable[[int, int], tuple[str, dict[str, Any]]],
+        groups: Sequence[tuple[int, Sequence[tuple[int, int]]]],
         directory: Path,
         schema: pa.Schema,
         rows_per_part: int,
         row_group: int,
         what: str,
-        convert: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
-    ) -> PartWriter:
-        """Stream ``query`` over the pid ranges, in order, into parts.
+        convert: Callable[[pa.RecordBatch, int], pa.RecordBatch],
+    ) -> WrittenTable:
+        """Stream ``query`` over pid ranges into parts.
 
-        Rows arrive sorted, so the files are deterministic. ``convert`` maps each result
-        batch to ``schema`` before it is queued for writing. Runs on its own cursor (the
-        tables live in the main schema, not TEMP).
+        Each group is (number of its first part, its pid ranges): its ranges are written in
+        order into its own run of parts, on its own cursor, with the parquet encoding on a
+        second thread (``write_behind``). Up to ``threads`` groups run at once: a single
+        encoder thread is what bounds the papers table (2M papers: ~9 CPU-s of page
+        encoding and zstd). Rows arrive sorted and row groups are cut at fixed sizes from
+        the start of each part, so the files do not depend on the grouping.
+        ``convert(batch, start)`` maps each result batch to ``schema`` before it is
+        queued; ``start`` is the range's first pid plus the rows before the batch.
         """
-        writer = PartWriter(
-            directory,
-            schema,
-            rows_per_part=rows_per_part,
-            row_group_size=row_group,
-            options=CORPUS_PARQUET_OPTIONS[what],
-        )
         started = time.perf_counter()
+
+        def write_group(first_part: int, ranges: Sequence[tuple[int, int]]) -> PartWriter:
+            writer = PartWriter(
+                directory,
+                schema,
+                rows_per_part=rows_per_part,
+                row_group_size=row_group,
+                options=CORPUS_PARQUET_OPTIONS[what],
+                first_part=first_part,
+            )
+            # Tables live in the main schema (not TEMP), so every cursor sees them.
+            with self.con.cursor() as cursor:
+
+                def batches() -> Iterator[pa.RecordBatch]:
+                    for lo, hi in ranges:
+                        if lo == hi:  # the one range of an empty corpus
+                            continue
+                        sql, params = query(lo, hi)
+                        start = lo
+                        for batch in cursor.sql(sql, params=params).to_arrow_reader(row_group):
+                            bar.update(batch.num_rows)
+                            yield convert(batch, start)
+                            start += batch.num_rows
+
+                write_behind(batches(), writer.write)
+            writer.close()
+            return writer
+
         with (
-            self.con.cursor() as cursor,
             tqdm(unit="rows", desc=f"write {what}", mininterval=5, leave=False) as bar,
+            ThreadPoolExecutor(max_workers=max(1, min(self.threads, len(groups)))) as pool,
         ):
-
-            def batches() -> Iterator[pa.RecordBatch]:
-                for lo, hi in ranges:
-                    for batch in cursor.sql(query(lo, hi)).to_arrow_reader(row_group):
-                        bar.update(batch.num_rows)
-                        yield convert(batch) if convert else batch
-
-            write_behind(batches(), writer.write)
-        writer.close()
+            writers = list(pool.map(lambda group: write_group(*group), groups))
+        written = WrittenTable.of(writers)
         log.info(
             "merge: wrote %d %s rows in %d parts from %d pid ranges (%.1f s)",
-            writer.rows,
+            written.rows,
             what,
-            writer.parts,
-            len(ranges),
+            written.parts,
+            sum(len(ranges) for _, ranges in groups),
             time.perf_counter() - started,
         )
-        return writer
+        return written
 
-    def write_citations(self, directory: Path, rows_per_part: int) -> PartWriter:
+    def write_citations(self, directory: Path, rows_per_part: int) -> WrittenTable:
         """Write the citations table: sorted pid pairs from DuckDB, looked up as ids."""
-        ids = self.paper_ids()
 
-        def to_ids(pairs: pa.RecordBatch) -> pa.RecordBatch:
+        def to_ids(pairs: pa.RecordBatch, start: int) -> pa.RecordBatch:
             return pa.RecordBatch.from_arrays(
-                [ids.take(pairs.column("citing")), ids.take(pairs.column("cited"))],
+                [self.ids.take(pairs.column("citing")), self.ids.take(pairs.column("cited"))],
                 schema=CITATIONS_SCHEMA,
             )
 
@@ -1383,14 +1448,56 @@ class Merger:
         )
         return self.write(
             self.citations_query,
-            ranges,
+            [(0, ranges)],
             directory,
             CITATIONS_SCHEMA,
             rows_per_part,
             CITATIONS_ROW_GROUP,
             "citations",
-            convert=to_ids,
+            to_ids,
         )
+
+    def write_papers(self, directory: Path, rows_per_part: int) -> WrittenTable:
+        """Write the papers table, one group of pid ranges per part (row = pid)."""
+        # Staging files are uncompressed: their size is the text the sorts hold.
+        table_bytes = sum(
+            p.stat().st_size
+            for s in self.shards
+            for t in ("papers", "abstracts")
+            for p in s.parts(t)
+        )
+        n_parts = max(1, math.ceil(self.n_papers / rows_per_part))
+        # Up to ``threads`` parts are written at once, each holding one range in DuckDB.
+        concurrent = min(self.threads, n_parts)
+        ranges = pid_ranges(self.n_papers, table_bytes, self.memory_bytes // concurrent)
+
+        def with_counts(batch: pa.RecordBatch, start: int) -> pa.RecordBatch:
+            # One row per pid, in pid order: the counts of this batch are a slice.
+            end = start + batch.num_rows
+            return pa.RecordBatch.from_arrays(
+                [
+                    *batch.columns,
+                    pa.array(self.n_cited_by[start:end]),
+                    pa.array(self.n_references[start:end]),
+                ],
+                schema=PAPERS_SCHEMA,
+            )
+
+        written = self.write(
+            self.papers_query,
+            split_at_parts(ranges, rows_per_part),
+            directory,
+            PAPERS_SCHEMA,
+            rows_per_part,
+            PAPERS_ROW_GROUP,
+            "papers",
+            with_counts,
+        )
+        if written.rows != self.n_papers:
+            raise RuntimeError(
+                f"wrote {written.rows} papers rows for {self.n_papers} numbered papers"
+            )
+        return written
 
     def close(self) -> None:
         self.con.close()
@@ -1435,6 +1542,26 @@ def pid_ranges(n_papers: int, table_bytes: int, memory_bytes: int) -> list[tuple
     wanted = math.ceil(table_bytes / max(1, int(memory_bytes * RANGE_MEMORY_SHARE)))
     step = max(1, math.ceil(n_papers / min(MAX_RANGES, max(1, wanted))))
     return [(lo, min(lo + step, n_papers)) for lo in range(0, n_papers, step)] or [(0, 0)]
+
+
+def split_at_parts(
+    ranges: Sequence[tuple[int, int]], rows_per_part: int
+) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Group pid ranges by the part their rows fall in (one row per pid, as in papers).
+
+    A range that crosses a part boundary is cut there, so every part can be written by
+    its own writer: ``[(first part, ranges)]`` in part order.
+    """
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for lo, hi in ranges:
+        while True:
+            part = lo // rows_per_part
+            cut = min(hi, (part + 1) * rows_per_part)
+            groups.setdefault(part, []).append((lo, cut))
+            if cut >= hi:
+                break
+            lo = cut
+    return sorted(groups.items())
 
 
 def write_behind(
@@ -1512,23 +1639,9 @@ def merge_staging(
             merger.run()
             # One table at a time: run side by side, the two sorts shared DuckDB's memory,
             # spilled more and were slower (2M papers: 69 s vs 55 s, higher peak).
+            merger.load_lookups()
             citations = merger.write_citations(tmp / "citations", rows_per_part)
-            # Staging files are uncompressed: their size is the text the sort holds.
-            paper_bytes = sum(
-                p.stat().st_size
-                for s in shards
-                for t in ("papers", "abstracts")
-                for p in s.parts(t)
-            )
-            papers = merger.write(
-                merger.papers_query,
-                pid_ranges(merger.n_papers, paper_bytes, merger.memory_bytes),
-                tmp / "papers",
-                PAPERS_SCHEMA,
-                rows_per_part,
-                PAPERS_ROW_GROUP,
-                "papers",
-            )
+            papers = merger.write_papers(tmp / "papers", rows_per_part)
             report = build_report(shards, merger, papers, citations, on_duplicate, rows_per_part)
             (tmp / REPORT_NAME).write_text(
                 json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -1552,8 +1665,8 @@ def merge_staging(
 def build_report(
     shards: list[StagedShard],
     merger: Merger,
-    papers: PartWriter,
-    citations: PartWriter,
+    papers: WrittenTable,
+    citations: WrittenTable,
     on_duplicate: str,
     rows_per_part: int,
 ) -> dict[str, Any]:
