@@ -1467,9 +1467,14 @@ class Merger:
             for p in s.parts(t)
         )
         n_parts = max(1, math.ceil(self.n_papers / rows_per_part))
-        # Up to ``threads`` parts are written at once, each holding one range in DuckDB.
+        # Up to ``threads`` parts are written at once, each holding one range in DuckDB
+        # and about four row groups outside it (queued, being cut, combined, encoded);
+        # the extra writers' row groups come out of DuckDB's budget.
         concurrent = min(self.threads, n_parts)
-        ranges = pid_ranges(self.n_papers, table_bytes, self.memory_bytes // concurrent)
+        writer_bytes = 4 * PAPERS_ROW_GROUP * table_bytes // max(1, self.n_papers)
+        budget = max(DUCKDB_MIN_MEMORY, self.memory_bytes - (concurrent - 1) * writer_bytes)
+        self.con.execute(f"SET memory_limit = '{budget // 2**20}MiB'")
+        ranges = pid_ranges(self.n_papers, table_bytes, budget // concurrent)
 
         def with_counts(batch: pa.RecordBatch, start: int) -> pa.RecordBatch:
             # One row per pid, in pid order: the counts of this batch are a slice.
