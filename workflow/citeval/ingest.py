@@ -639,8 +639,7 @@ def _n_items(lists: pa.ListArray) -> int:
 def _flatten(lists: list[list[str] | None]) -> tuple[np.ndarray, pa.Array]:
     """(length of each list, all their items as one string array); None counts as [].
 
-    Converting one flat list of str is about twice as fast as pyarrow's nested-list
-    conversion for these short lists, and None must become [] here, not null.
+    Used for the fields of study, where None must become [] rather than a null list.
     """
     lengths = np.fromiter((len(x) if x else 0 for x in lists), np.int32, len(lists))
     values = pa.array(list(chain.from_iterable(x for x in lists if x)), pa.string())
@@ -1101,8 +1100,8 @@ class Merger:
         self.con.execute("SET enable_progress_bar = false")
         self.counts: dict[str, int] = {}
         self.examples: dict[str, list[Any]] = {}
-        # Set by run(): the deduplicated papers view, how abstracts are attached, and the
-        # numbers of papers and of citations to write.
+        # Set by run(): the deduplicated papers view, whether S2AG abstracts are attached
+        # and the number of papers; n_citations is set by write_citations().
         self.papers = ""
         self.has_abstracts = False
         # Set by load_lookups(): every paper_id and the citation counts, in pid order.
@@ -1307,8 +1306,9 @@ class Merger:
 
         The range is given to DuckDB as its first and last paper_id, so the staging scan
         drops the rows outside it before reading their text, and the sort holds one range
-        only; ``write_papers`` adds the citation counts by position. (Joining ``ids`` and
-        the counts here instead cost ~50% more: 2M papers, 8 ranges, 14 against 9 CPU-s.)
+        only; ``write_papers`` adds the citation counts by position. (Bounding the range
+        through a join with ``ids`` and joining the counts here cost more than twice the
+        CPU: 2M papers, 8 ranges, 14 against 6 CPU-s.)
         """
         abstract, join = "p.abstract", ""
         if self.has_abstracts:
@@ -1324,8 +1324,8 @@ class Merger:
         )
         return sql, {"first": self.ids[lo].as_py(), "last": self.ids[hi - 1].as_py()}
 
-    # Bytes per edge row of a citing range while write_citations sorts it: the two int32
-    # pids from DuckDB, the uint64 keys, and the masks and filtered copies beside them.
+    # Bytes per edge row of a citing range while write_citations sorts it: the uint64 key
+    # from DuckDB, its sorted copy, the mask and the int32 pids split from it.
     CITATION_ROW_BYTES = 40
 
     def load_lookups(self) -> None:
@@ -1341,8 +1341,13 @@ class Merger:
         self.n_cited_by = np.zeros(self.n_papers, dtype=np.int32)
         self.n_references = np.zeros(self.n_papers, dtype=np.int32)
         held = self.ids.nbytes + self.n_cited_by.nbytes + self.n_references.nbytes
-        self.memory_bytes = max(DUCKDB_MIN_MEMORY, self.memory_bytes - held)
-        self.con.execute(f"SET memory_limit = '{self.memory_bytes // 2**20}MiB'")
+        self.memory_bytes = self.limit_duckdb(self.memory_bytes - held)
+
+    def limit_duckdb(self, memory_bytes: int) -> int:
+        """Set DuckDB's memory limit (at least ``DUCKDB_MIN_MEMORY``); return it."""
+        memory_bytes = max(DUCKDB_MIN_MEMORY, memory_bytes)
+        self.con.execute(f"SET memory_limit = '{memory_bytes // 2**20}MiB'")
+        return memory_bytes
 
     def write(
         self,
@@ -1465,6 +1470,8 @@ class Merger:
         ranges = pid_ranges(
             self.n_papers, self.n_edge_rows * self.CITATION_ROW_BYTES, self.memory_bytes
         )
+        # A range's arrays live beside DuckDB, which keeps the edge table meanwhile.
+        self.limit_duckdb(int(self.memory_bytes * (1 - RANGE_MEMORY_SHARE)))
         written = self.write(
             citations_in,
             [(0, ranges)],
@@ -1500,8 +1507,7 @@ class Merger:
         # the extra writers' row groups come out of DuckDB's budget.
         concurrent = min(self.threads, n_parts)
         writer_bytes = 4 * PAPERS_ROW_GROUP * table_bytes // max(1, self.n_papers)
-        budget = max(DUCKDB_MIN_MEMORY, self.memory_bytes - (concurrent - 1) * writer_bytes)
-        self.con.execute(f"SET memory_limit = '{budget // 2**20}MiB'")
+        budget = self.limit_duckdb(self.memory_bytes - (concurrent - 1) * writer_bytes)
         ranges = pid_ranges(self.n_papers, table_bytes, budget // concurrent)
 
         def papers_in(cursor: Any, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
