@@ -1807,7 +1807,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_memory_argument,
         help="memory budget of the merge (e.g. 2GB); DuckDB gets 3/4 of it and spills beyond",
     )
-    merge.add_argument("--threads", type=int, default=2)
+    merge.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="DuckDB threads, and how many papers parts are written at once (default 2)",
+    )
     merge.add_argument(
         "--temp-dir", default=None, help="where DuckDB spills (default: next to the output)"
     )
