@@ -524,6 +524,16 @@ def test_s2ag_bad_corpusid(tmp_path):
     assert info.value.field == "citingcorpusid"
 
 
+@pytest.mark.parametrize("option", ["--threads", "--rows-per-part"])
+def test_merge_cli_rejects_a_count_below_one(tmp_path, capsys, option):
+    with pytest.raises(SystemExit) as info:
+        ingest.main(
+            ["merge", "--staging", str(tmp_path), "--output-dir", str(tmp_path / "c"), option, "0"]
+        )
+    assert info.value.code == 2
+    assert f"argument {option}: must be >= 1, got 0" in capsys.readouterr().err
+
+
 def test_cli_reports_errors_in_one_line(tmp_path, capsys):
     path = write_jsonl(tmp_path / "p.jsonl", [paper("a", year="2019")])
     code = main(

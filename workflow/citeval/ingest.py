@@ -118,7 +118,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from citeval.cli import run_cli
+from citeval.cli import positive_int, run_cli
 from citeval.errors import InputDataError
 from citeval.io import PARQUET_OPTIONS, atomic_path
 
@@ -1792,7 +1792,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fraction of bad records skipped (and counted) before the file fails; 0 = none",
     )
     parse.add_argument(
-        "--rows-per-part", type=int, default=STAGING_ROWS_PER_PART, help=argparse.SUPPRESS
+        "--rows-per-part", type=positive_int, default=STAGING_ROWS_PER_PART, help=argparse.SUPPRESS
     )
     merge = sub.add_parser("merge", help="merge staging directories into corpus tables")
     merge.add_argument(
@@ -1800,7 +1800,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("--output-dir", required=True, help="corpus directory to write")
     merge.add_argument("--on-duplicate", choices=["error", "keep_first"], default="error")
-    merge.add_argument("--rows-per-part", type=int, default=1_000_000)
+    merge.add_argument("--rows-per-part", type=positive_int, default=1_000_000)
     merge.add_argument(
         "--memory-limit",
         default="2GB",
@@ -1809,7 +1809,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=2,
         help="DuckDB threads, and how many papers parts are written at once (default 2)",
     )
