@@ -102,3 +102,18 @@ def test_missing_input_is_a_clear_error(tmp_path, capsys):
     )
     assert status == 2
     assert "no parquet parts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--threads", "0", "argument --threads: must be >= 1, got 0"),
+        ("--memory-limit", "lots", "memory limit 'lots' is not like '2GB'"),
+    ],
+)
+def test_cli_rejects_bad_resource_options(tmp_path, capsys, option, value, message):
+    argv = ["--papers", str(tmp_path), "--output", str(tmp_path / "f.parquet")]
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--report", str(tmp_path / "r.json"), option, value])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err

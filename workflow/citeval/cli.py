@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -30,6 +31,27 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+_MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(MB|GB|MiB|GiB)\s*$")
+_MEMORY_UNITS = {"MB": 10**6, "GB": 10**9, "MiB": 2**20, "GiB": 2**30}
+
+
+def memory_bytes(text: str) -> int:
+    """Bytes in a memory size like ``2GB``, ``500MB`` or ``1.5 GiB``; ValueError otherwise."""
+    match = _MEMORY_RE.match(text)
+    if not match:
+        raise ValueError(f"memory limit {text!r} is not like '2GB', '500MB' or '1.5GiB'")
+    return int(float(match.group(1)) * _MEMORY_UNITS[match.group(2)])
+
+
+def memory_size(text: str) -> str:
+    """argparse type for a memory size (see :func:`memory_bytes`); returns it unchanged."""
+    try:
+        memory_bytes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def run_cli(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from citeval.cli import run_cli
+from citeval.cli import memory_bytes, memory_size, positive_int, run_cli
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet_stream
 
@@ -81,7 +81,8 @@ def prefilter(
             f"expected one of {sorted(CITATION_COLUMNS)}",
             field="prefilter.citation_direction",
         )
-    con = duckdb.connect(config={"memory_limit": memory_limit, "threads": threads})
+    limit_mib = memory_bytes(memory_limit) // 2**20
+    con = duckdb.connect(config={"memory_limit": f"{limit_mib}MiB", "threads": threads})
     con.execute(f"CREATE VIEW papers AS SELECT * FROM read_parquet('{parquet_glob(papers_dir)}')")
     predicates = rules.predicates()
 
@@ -142,8 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--citation-direction", choices=sorted(CITATION_COLUMNS), default="cited_by"
     )
-    parser.add_argument("--memory-limit", default="2GB")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--memory-limit", type=memory_size, default="2GB")
+    parser.add_argument("--threads", type=positive_int, default=2)
     return parser
 
 

@@ -118,7 +118,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from citeval.cli import positive_int, run_cli
+from citeval.cli import memory_bytes, memory_size, positive_int, run_cli
 from citeval.errors import InputDataError
 from citeval.io import PARQUET_OPTIONS, atomic_path
 
@@ -1545,8 +1545,6 @@ class Merger:
         self.con.close()
 
 
-_MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(MB|GB|MiB|GiB)\s*$")
-_MEMORY_UNITS = {"MB": 10**6, "GB": 10**9, "MiB": 2**20, "GiB": 2**30}
 # Share of --memory-limit handed to DuckDB; the rest covers what DuckDB does not count:
 # the Arrow batches in flight and the parquet writers' row groups (two tables at once).
 DUCKDB_MEMORY_SHARE = 0.75
@@ -1563,10 +1561,7 @@ MAX_RANGES = 8
 
 def duckdb_memory_bytes(limit: str) -> int:
     """DuckDB's memory budget in bytes for a whole-process budget like ``2GB`` or ``1.5 GiB``."""
-    match = _MEMORY_RE.match(limit)
-    if not match:
-        raise ValueError(f"memory limit {limit!r} is not like '2GB', '500MB' or '1.5GiB'")
-    total = float(match.group(1)) * _MEMORY_UNITS[match.group(2)]
+    total = memory_bytes(limit)
     return max(DUCKDB_MIN_MEMORY, int(total * DUCKDB_MEMORY_SHARE / 2**20) * 2**20)
 
 
@@ -1767,14 +1762,6 @@ def build_report(
 # CLI
 
 
-def _memory_argument(value: str) -> str:
-    try:
-        duckdb_memory_limit(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m citeval.ingest",
@@ -1804,7 +1791,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument(
         "--memory-limit",
         default="2GB",
-        type=_memory_argument,
+        type=memory_size,
         help="memory budget of the merge (e.g. 2GB); DuckDB gets 3/4 of it and spills beyond",
     )
     merge.add_argument(
