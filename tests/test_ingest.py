@@ -373,6 +373,7 @@ def test_pid_ranges_cover_every_pid_once():
     assert ingest.pid_ranges(10, 1, 100) == [(0, 10)]
     ranges = ingest.pid_ranges(10, 10**9, 100)
     assert len(ranges) <= ingest.MAX_RANGES
+    assert len(ingest.pid_ranges(100, 10**9, 100, max_ranges=None)) == 100
     assert [lo for lo, _ in ranges[1:]] == [hi for _, hi in ranges[:-1]]
     assert (ranges[0][0], ranges[-1][1]) == (0, 10)
 

@@ -1467,8 +1467,13 @@ class Merger:
                 schema=CITATIONS_SCHEMA,
             )
 
+        # Each range rescans only DuckDB's in-memory edge table, so they are not capped
+        # (at 5M papers, eight ranges of 16M edge rows took RSS to 2.4 GB).
         ranges = pid_ranges(
-            self.n_papers, self.n_edge_rows * self.CITATION_ROW_BYTES, self.memory_bytes
+            self.n_papers,
+            self.n_edge_rows * self.CITATION_ROW_BYTES,
+            self.memory_bytes,
+            max_ranges=None,
         )
         # A range's arrays live beside DuckDB, which keeps the edge table meanwhile.
         self.limit_duckdb(int(self.memory_bytes * (1 - RANGE_MEMORY_SHARE)))
@@ -1489,25 +1494,39 @@ class Merger:
         self.n_citations = written.rows
         return written
 
+    def staged_papers_bytes(self) -> int:
+        """Uncompressed bytes of the staged columns the papers table is written from."""
+        columns = {"paper_id", "title", "abstract", "year", "fields.list.element"}
+        total = 0
+        for shard in self.shards:
+            for kind in ("papers", "abstracts"):
+                for path in shard.parts(kind):
+                    metadata = pq.read_metadata(path)
+                    for group in range(metadata.num_row_groups):
+                        row_group = metadata.row_group(group)
+                        total += sum(
+                            row_group.column(i).total_uncompressed_size
+                            for i in range(row_group.num_columns)
+                            if row_group.column(i).path_in_schema in columns
+                        )
+        return total
+
     def write_papers(self, directory: Path, rows_per_part: int) -> WrittenTable:
         """Write the papers table, one group of pid ranges per part (row = pid).
 
         Needs the counts ``write_citations`` fills.
         """
-        # Staging files are uncompressed: their size is the text the sorts hold.
-        table_bytes = sum(
-            p.stat().st_size
-            for s in self.shards
-            for t in ("papers", "abstracts")
-            for p in s.parts(t)
-        )
+        table_bytes = self.staged_papers_bytes()
         n_parts = max(1, math.ceil(self.n_papers / rows_per_part))
-        # Up to ``threads`` parts are written at once, each holding one range in DuckDB
-        # and about four row groups outside it (queued, being cut, combined, encoded);
-        # the extra writers' row groups come out of DuckDB's budget.
+        # A writer holds about six row groups outside DuckDB (DuckDB's result, queued,
+        # being cut, combined, and the encoder's pages), and they come out of DuckDB's
+        # budget. Parts are written side by side only while DuckDB keeps at least half
+        # of its budget: at 5M papers under a 2 GB limit two writers peaked at 2.4 GB.
+        writer_bytes = 6 * PAPERS_ROW_GROUP * table_bytes // max(1, self.n_papers)
         concurrent = min(self.threads, n_parts)
-        writer_bytes = 4 * PAPERS_ROW_GROUP * table_bytes // max(1, self.n_papers)
-        budget = self.limit_duckdb(self.memory_bytes - (concurrent - 1) * writer_bytes)
+        while concurrent > 1 and concurrent * writer_bytes > self.memory_bytes // 2:
+            concurrent -= 1
+        budget = self.limit_duckdb(self.memory_bytes - concurrent * writer_bytes)
         ranges = pid_ranges(self.n_papers, table_bytes, budget // concurrent)
 
         def papers_in(cursor: Any, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
@@ -1570,14 +1589,18 @@ def duckdb_memory_limit(limit: str) -> str:
     return f"{duckdb_memory_bytes(limit) // 2**20}MiB"
 
 
-def pid_ranges(n_papers: int, table_bytes: int, memory_bytes: int) -> list[tuple[int, int]]:
+def pid_ranges(
+    n_papers: int, table_bytes: int, memory_bytes: int, max_ranges: int | None = MAX_RANGES
+) -> list[tuple[int, int]]:
     """Split pids ``[0, n_papers)`` into equal ranges small enough to sort in memory.
 
     Sorting the whole papers table at once spilled most of it to disk from 2M papers on
     (2M papers: 14 CPU-s and 1.9 GB RSS, against 10 CPU-s and 1.1 GB in five ranges).
+    ``max_ranges`` caps the count where every range rescans the input; None leaves the
+    ranges as small as the budget needs (numpy, unlike DuckDB, cannot spill).
     """
-    wanted = math.ceil(table_bytes / max(1, int(memory_bytes * RANGE_MEMORY_SHARE)))
-    step = max(1, math.ceil(n_papers / min(MAX_RANGES, max(1, wanted))))
+    wanted = max(1, math.ceil(table_bytes / max(1, int(memory_bytes * RANGE_MEMORY_SHARE))))
+    step = max(1, math.ceil(n_papers / (min(max_ranges, wanted) if max_ranges else wanted)))
     return [(lo, min(lo + step, n_papers)) for lo in range(0, n_papers, step)] or [(0, 0)]
 
 
