@@ -59,8 +59,10 @@ Decisions on messy records:
 - Blank lines are skipped and counted (``blank_lines``).
 
 **merge** uses DuckDB out of core over the staging parquet (``--memory-limit`` is the
-whole merge's budget: DuckDB gets 3/4 of it and spills to a temporary directory beyond
-that, the rest covers the Arrow batches being written):
+merge's budget: DuckDB gets 3/4 of it, less the arrays merge holds beside it, and spills
+to a temporary directory beyond that; the rest covers the Arrow batches being written.
+DuckDB allocates some memory outside its limit: 5M papers under 2GB peaked at 2.0-2.3
+GB, so give the job about 1.3x the limit):
 
 - a repeated ``paper_id`` fails naming both ``file:line`` locations, or with ``keep_first``
   the first record by (shard order, line) is kept and the rest are counted
