@@ -582,10 +582,10 @@ def test_cli_reports_errors_in_one_line(tmp_path, capsys):
 
 
 def test_memory_limit_leaves_headroom_for_arrow():
-    assert ingest.duckdb_memory_limit("2GB") == f"{int(2e9 * 0.75 / 2**20)}MiB"
-    assert ingest.duckdb_memory_limit("1 GiB") == "768MiB"
+    assert ingest.duckdb_memory_bytes("2GB") == int(2e9 * 0.75 / 2**20) * 2**20
+    assert ingest.duckdb_memory_bytes("1 GiB") == 768 * 2**20
     with pytest.raises(ValueError, match="not like"):
-        ingest.duckdb_memory_limit("lots")
+        ingest.duckdb_memory_bytes("lots")
     with pytest.raises(SystemExit):
         main(["merge", "--staging", "x", "--output-dir", "y", "--memory-limit", "2 bananas"])
 

@@ -1089,16 +1089,15 @@ class Merger:
 
         self.shards = shards
         self.on_duplicate = on_duplicate
-        self.memory_bytes = memory_bytes
         self.threads = threads
         self.con = duckdb.connect(
             config={
-                "memory_limit": f"{memory_bytes // 2**20}MiB",
                 "threads": threads,
                 "temp_directory": str(temp_dir),
                 "preserve_insertion_order": False,
             }
         )
+        self.memory_bytes = self.limit_duckdb(memory_bytes)
         self.con.execute("SET enable_progress_bar = false")
         self.counts: dict[str, int] = {}
         self.examples: dict[str, list[Any]] = {}
@@ -1243,13 +1242,14 @@ class Merger:
         ]
         pairs = [p for s in self.shards for p in s.parts("edges")]
         if pairs:
+            citation_rows = f"read_parquet({_sql_list(pairs)})"
             pid_pairs.append(
                 "SELECT a.pid AS citing, b.pid AS cited "
-                f"FROM read_parquet({_sql_list(pairs)}) e "
+                f"FROM {citation_rows} e "
                 "LEFT JOIN ids a ON e.citing_id = a.paper_id "
                 "LEFT JOIN ids b ON e.cited_id = b.paper_id"
             )
-            as_ids.append(f"SELECT citing_id, cited_id FROM read_parquet({_sql_list(pairs)})")
+            as_ids.append(f"SELECT citing_id, cited_id FROM {citation_rows}")
         self.sql(
             "CREATE TABLE edges AS " + " UNION ALL ".join(pid_pairs),
             "map edge ends to paper numbers",
@@ -1584,11 +1584,6 @@ def duckdb_memory_bytes(limit: str) -> int:
     """DuckDB's memory budget in bytes for a whole-process budget like ``2GB`` or ``1.5 GiB``."""
     total = memory_bytes(limit)
     return max(DUCKDB_MIN_MEMORY, int(total * DUCKDB_MEMORY_SHARE / 2**20) * 2**20)
-
-
-def duckdb_memory_limit(limit: str) -> str:
-    """DuckDB's ``memory_limit`` setting for a whole-process budget (see above)."""
-    return f"{duckdb_memory_bytes(limit) // 2**20}MiB"
 
 
 def pid_ranges(
