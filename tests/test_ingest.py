@@ -581,6 +581,18 @@ def test_cli_reports_errors_in_one_line(tmp_path, capsys):
     )
 
 
+def test_merge_refuses_staging_of_another_format(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [paper("a")])
+    staging = tmp_path / "staging"
+    parse_shard(path, "s2orc_v2020", staging)
+    report = json.loads((staging / "shard.json").read_text())
+    del report["staging_version"]  # as written before the version existed
+    (staging / "shard.json").write_text(json.dumps(report))
+    with pytest.raises(InputDataError, match=r"staging format 1 .* parse this shard again"):
+        merge_staging([staging], tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists()
+
+
 def test_memory_limit_leaves_headroom_for_arrow():
     assert ingest.duckdb_memory_bytes("2GB") == int(2e9 * 0.75 / 2**20) * 2**20
     assert ingest.duckdb_memory_bytes("1 GiB") == 768 * 2**20

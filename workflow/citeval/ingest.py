@@ -136,6 +136,9 @@ FORMAT_KIND = {
     "s2ag-citations": "citations",
 }
 SHARD_REPORT = "shard.json"
+# Bumped whenever the staged tables change shape; merge refuses staging of another
+# version (2: the citation lists are staged as lists inside papers/).
+STAGING_VERSION = 2
 REPORT_NAME = "ingest_report.json"
 MAX_EXAMPLES = 5
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -275,6 +278,7 @@ class ShardReport:
     kind: str
     input_bytes: int
     max_bad_fraction: float
+    staging_version: int = STAGING_VERSION
     lines_read: int = 0
     blank_lines: int = 0
     records_read: int = 0
@@ -1052,6 +1056,14 @@ def load_staging(directories: Sequence[str | os.PathLike]) -> list[StagedShard]:
                 "not a finished staging directory (no shard.json); run ingest parse first",
                 path=str(directory),
             ) from None
+        version = report.get("staging_version", 1)
+        if version != STAGING_VERSION:
+            raise InputDataError(
+                f"staging format {version} was written by another citeval version; merge "
+                f"reads format {STAGING_VERSION}: parse this shard again (with Snakemake: "
+                "--forcerun ingest_parse)",
+                path=str(directory),
+            )
         shards.append(StagedShard(index, Path(directory), report))
     if not any(s.report["kind"] == "papers" for s in shards):
         raise InputDataError("no papers shard among the staging directories; nothing to merge")
