@@ -148,6 +148,9 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 CHUNK_BYTES = 8 << 20
 STAGING_ROWS_PER_PART = 100_000
 PAPERS_ROW_GROUP = 65_536
+# Papers leave DuckDB in quarter row groups: at 5M papers, whole row groups (85 MB of
+# text each) in flight took the merge's peak from 1.9 to 2.2 GB.
+PAPERS_READ_BATCH = PAPERS_ROW_GROUP // 4
 CITATIONS_ROW_GROUP = 1 << 20
 # Staging files are temporary and read once by merge: no compression, no dictionaries
 # (lz4 cost parse ~0.4 CPU-s per 125k papers; the files are ~2.7x larger, ~1.6 KB/paper).
@@ -1383,7 +1386,7 @@ class Merger:
         of page encoding and zstd). Rows arrive sorted and row groups are cut at fixed
         sizes from the start of each part, so the files do not depend on the grouping.
         ``prepare`` turns each batch into ``schema`` on the writing thread, where its work
-        overlaps with the producer's.
+        overlaps with the producer's, one row group's worth of rows at a time.
         """
         started = time.perf_counter()
 
@@ -1407,10 +1410,13 @@ class Merger:
                             bar.update(batch.num_rows)
                             yield batch
 
-                write_behind(
-                    batches(),
-                    (lambda batch: writer.write(prepare(batch))) if prepare else writer.write,
-                )
+                def write_prepared(batch: pa.RecordBatch) -> None:
+                    # A row group at a time: what ``prepare`` makes may be several times
+                    # larger than its input (citations: 8 bytes of pids become ~30 of ids).
+                    for offset in range(0, batch.num_rows, row_group):
+                        writer.write(prepare(batch.slice(offset, row_group)))
+
+                write_behind(batches(), write_prepared if prepare else writer.write)
             writer.close()
             return writer
 
@@ -1532,8 +1538,9 @@ class Merger:
         """
         table_bytes = self.staged_papers_bytes()
         n_parts = max(1, math.ceil(self.n_papers / rows_per_part))
-        # A writer holds about six row groups outside DuckDB (DuckDB's result, queued,
-        # being cut, combined, and the encoder's pages), and they come out of DuckDB's
+        # A writer holds up to about six row groups outside DuckDB (DuckDB's result and
+        # the queued batch, the rows being cut, the combined row group and the encoder's
+        # pages and buffers), and they come out of DuckDB's
         # budget. Parts are written side by side only while DuckDB keeps at least half
         # of its budget: at 5M papers under a 2 GB limit two writers peaked at 2.4 GB.
         writer_bytes = 6 * PAPERS_ROW_GROUP * table_bytes // max(1, self.n_papers)
@@ -1546,7 +1553,7 @@ class Merger:
         def papers_in(cursor: Any, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
             sql, params = self.papers_query(lo, hi)
             start = lo
-            for batch in cursor.sql(sql, params=params).to_arrow_reader(PAPERS_ROW_GROUP):
+            for batch in cursor.sql(sql, params=params).to_arrow_reader(PAPERS_READ_BATCH):
                 # One row per pid, in pid order: the counts of this batch are a slice.
                 end = start + batch.num_rows
                 yield pa.RecordBatch.from_arrays(
@@ -1588,8 +1595,10 @@ DUCKDB_MIN_MEMORY = 128 * 2**20
 # needs about as much again, and the join tables sit beside it.
 RANGE_MEMORY_SHARE = 0.25
 # Every papers range scans all the staged papers once (skipping the text outside the
-# range); past this many ranges, a range's sort spills to disk instead.
-MAX_RANGES = 8
+# range); past this many ranges, a range's sort spills to disk instead. Each range more
+# costs ~0.25 s at 2M papers; 16 rather than 8 took the 5M merge's peak from 2.2 to
+# 1.85 GB under a 2 GB limit (see the README's ingestion benchmarks).
+MAX_RANGES = 16
 
 
 def duckdb_memory_bytes(limit: str) -> int:
