@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -294,15 +295,28 @@ def test_output_is_byte_identical_and_split_into_parts(tmp_path):
     ] == [3, 3, 3, 1]
 
 
-def test_pid_ranges_do_not_change_the_output(tmp_path, monkeypatch):
+# One pid per range (tens of ranges): read from the staging range by range, or, past
+# MAX_RANGES, written out once by range first.
+RANGE_PATHS = pytest.mark.parametrize(
+    ("max_ranges", "partitioned"), [(64, False), (4, True)], ids=["rescans", "partitioned"]
+)
+
+
+@RANGE_PATHS
+def test_pid_ranges_do_not_change_the_output(
+    tmp_path, monkeypatch, caplog, max_ranges, partitioned
+):
     rows = [
         paper(f"p{i:02d}", outbound_citations=[f"p{(i * 7) % 30:02d}", f"p{(i * 11) % 30:02d}"])
         for i in range(30)
     ]
     files = [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", [*rows, rows[3]]))]
     whole, _ = ingest_files(tmp_path, files, name="whole", on_duplicate="keep_first")
-    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # MAX_RANGES ranges
-    ranged, report = ingest_files(tmp_path, files, name="ranged", on_duplicate="keep_first")
+    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # one pid per range
+    monkeypatch.setattr(ingest, "MAX_RANGES", max_ranges)
+    with caplog.at_level(logging.INFO, logger=ingest.log.name):
+        ranged, report = ingest_files(tmp_path, files, name="ranged", on_duplicate="keep_first")
+    assert ("wrote the papers out in 30 pid ranges" in caplog.text) == partitioned
     assert report["totals"]["duplicate_papers"] == 1
     names = sorted(p.relative_to(whole) for p in whole.rglob("*.parquet"))
     assert names == sorted(p.relative_to(ranged) for p in ranged.rglob("*.parquet"))
@@ -310,9 +324,12 @@ def test_pid_ranges_do_not_change_the_output(tmp_path, monkeypatch):
         assert (whole / name).read_bytes() == (ranged / name).read_bytes(), name
 
 
-def test_parts_written_at_once_match_one_writer(tmp_path, monkeypatch):
+@RANGE_PATHS
+def test_parts_written_at_once_match_one_writer(
+    tmp_path, monkeypatch, caplog, max_ranges, partitioned
+):
     """Two threads writing papers parts side by side, over many pid ranges, give the
-    bytes of one writer; S2AG abstracts are attached inside each range's id bounds."""
+    bytes of one writer; S2AG abstracts are attached inside each range."""
     papers = [
         {"corpusid": i, "title": f"T{i}", "year": 2000 + i % 20, "fieldsofstudy": ["Physics"]}
         for i in range(40)
@@ -338,14 +355,19 @@ def test_parts_written_at_once_match_one_writer(tmp_path, monkeypatch):
             ),
         ),
     ]
-    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # MAX_RANGES ranges
+    whole, _ = ingest_files(tmp_path, files, name="whole", rows_per_part=7)
+    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # one pid per range
+    monkeypatch.setattr(ingest, "MAX_RANGES", max_ranges)
     one, _ = ingest_files(tmp_path, files, name="one", rows_per_part=7, threads=1)
-    two, report = ingest_files(tmp_path, files, name="two", rows_per_part=7, threads=2)
+    with caplog.at_level(logging.INFO, logger=ingest.log.name):
+        two, report = ingest_files(tmp_path, files, name="two", rows_per_part=7, threads=2)
+    assert ("wrote the papers out in 40 pid ranges" in caplog.text) == partitioned
     assert report["parts"]["papers"] == 6
     names = sorted(p.relative_to(one) for p in one.rglob("*.parquet"))
-    assert names == sorted(p.relative_to(two) for p in two.rglob("*.parquet"))
-    for name in names:
-        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    for other in (two, whole):
+        assert names == sorted(p.relative_to(other) for p in other.rglob("*.parquet"))
+        for name in names:
+            assert (one / name).read_bytes() == (other / name).read_bytes(), name
     rows = papers_of(two)
     assert [rows[str(i)]["abstract"] for i in (0, 1, 39)] == ["A0", None, "A39"]
     # Counted range by range while the citations are written: check against the table.
@@ -371,9 +393,9 @@ def test_split_at_parts_cuts_ranges_at_part_boundaries():
 def test_pid_ranges_cover_every_pid_once():
     assert ingest.pid_ranges(0, 10**9, 100) == [(0, 0)]
     assert ingest.pid_ranges(10, 1, 100) == [(0, 10)]
-    ranges = ingest.pid_ranges(10, 10**9, 100)
-    assert len(ranges) <= ingest.MAX_RANGES
-    assert len(ingest.pid_ranges(100, 10**9, 100, max_ranges=None)) == 100
+    ranges = ingest.pid_ranges(10, 100, 100)  # 25 of the 100 bytes per range
+    assert ranges == [(0, 3), (3, 6), (6, 9), (9, 10)]
+    assert len(ingest.pid_ranges(100, 10**9, 100)) == 100
     assert [lo for lo, _ in ranges[1:]] == [hi for _, hi in ranges[:-1]]
     assert (ranges[0][0], ranges[-1][1]) == (0, 10)
 
@@ -609,3 +631,10 @@ def test_empty_input_gives_an_empty_corpus(tmp_path):
     assert report["totals"]["papers_written"] == 0
     assert pq.read_table(corpus / "papers").schema == ingest.PAPERS_SCHEMA
     assert pq.read_table(corpus / "citations").num_rows == 0
+
+
+def test_range_index_finds_the_range_of_each_id():
+    firsts = pa.array(["b", "d", "d2", "x"])
+    ids = pa.array(["b", "c", "d", "d1", "d2", "e", "x", "zz", "d10"])
+    assert ingest.range_index(ids, firsts).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 1]
+    assert ingest.range_index(pa.array(["b"]), pa.array(["b"])).tolist() == [0]

@@ -1105,6 +1105,7 @@ class Merger:
         self.shards = shards
         self.on_duplicate = on_duplicate
         self.threads = threads
+        self.temp_dir = temp_dir
         self.con = duckdb.connect(
             config={
                 "threads": threads,
@@ -1124,6 +1125,10 @@ class Merger:
         self.ids = pa.array([], pa.string())
         self.n_cited_by = self.n_references = np.zeros(0, dtype=np.int32)
         self.n_papers = self.n_citations = 0
+        # Set by write_papers() when the papers are first written out by pid range: the
+        # folder holding one file per range, and the pids per range.
+        self.papers_by_range: Path | None = None
+        self.papers_range_step = 0
         # Set by _build_edges(): edge rows with both ends in the corpus (repeats included)
         # and the distinct dangling pairs, without and with citing == cited.
         self.n_edge_rows = self.dangling = self.dangling_self = 0
@@ -1318,6 +1323,26 @@ class Merger:
         self.has_abstracts = self._attach_abstracts()
         self._build_edges()
 
+    def papers_select(self, bounded: bool) -> str:
+        """The deduplicated papers with their abstracts, without counts, as ``p``.
+
+        ``bounded`` keeps only the rows whose paper_id is between ``$first`` and
+        ``$last``: the staging scan then drops the rows outside before reading their text.
+        """
+        where = "WHERE paper_id BETWEEN $first AND $last" if bounded else ""
+        abstract, join = "p.abstract", ""
+        if self.has_abstracts:
+            abstract = "coalesce(a.abstract, p.abstract)"
+            join = (
+                f"LEFT JOIN (SELECT paper_id, abstract FROM abstracts {where}) a "
+                "ON a.paper_id = p.paper_id"
+            )
+        return (
+            f"SELECT p.paper_id, p.title, {abstract} AS abstract, p.year, "
+            f"coalesce(p.fields, []::VARCHAR[]) AS fields "
+            f"FROM (SELECT * FROM {self.papers} {where}) p {join}"
+        )
+
     def papers_query(self, lo: int, hi: int) -> tuple[str, dict[str, Any]]:
         """The papers with ``lo <= pid < hi``, in pid (= paper_id) order, without counts.
 
@@ -1327,19 +1352,59 @@ class Merger:
         through a join with ``ids`` and joining the counts here cost more than twice the
         CPU: 2M papers, 8 ranges, 14 against 6 CPU-s.)
         """
-        abstract, join = "p.abstract", ""
-        if self.has_abstracts:
-            abstract = "coalesce(a.abstract, p.abstract)"
-            join = (
-                "LEFT JOIN (SELECT paper_id, abstract FROM abstracts "
-                "WHERE paper_id BETWEEN $first AND $last) a ON a.paper_id = p.paper_id"
-            )
-        sql = (
-            f"SELECT p.paper_id, p.title, {abstract} AS abstract, p.year, "
-            f"coalesce(p.fields, []::VARCHAR[]) AS fields FROM {self.papers} p {join} "
-            "WHERE p.paper_id BETWEEN $first AND $last ORDER BY p.paper_id"
-        )
+        sql = self.papers_select(bounded=True) + " ORDER BY p.paper_id"
         return sql, {"first": self.ids[lo].as_py(), "last": self.ids[hi - 1].as_py()}
+
+    def partition_papers(self, step: int, n_ranges: int) -> None:
+        """Write the papers out once, one Arrow file per range of ``step`` pids.
+
+        Used past ``MAX_RANGES`` ranges, where rescanning the staging for every range
+        would cost more than this one pass; each range then reads only its own file
+        (``range_papers``). A row's range is found by binary search of its paper_id
+        among the ranges' first ids, outside DuckDB: joining ``ids`` there ran out of
+        memory at 5M papers under 1 GB, and DuckDB's partitioned COPY buffers a parquet
+        row group for every open range.
+        """
+        target = self.temp_dir / "papers-by-range"
+        target.mkdir()
+        self.limit_duckdb(self.memory_bytes)
+        started = time.perf_counter()
+        firsts = self.ids.take(pa.array(range(0, self.n_papers, step)))
+        query = self.con.sql(self.papers_select(bounded=False))
+        writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
+        try:
+            for batch in query.to_arrow_reader(PAPERS_READ_BATCH):
+                range_of = range_index(batch.column("paper_id"), firsts)
+                order = np.argsort(range_of, kind="stable")
+                batch = batch.take(pa.array(order))
+                found, first = np.unique(range_of[order], return_index=True)
+                ends = [*first[1:], len(order)]
+                for k, lo, hi in zip(found.tolist(), first.tolist(), ends, strict=True):
+                    if k not in writers:
+                        writers[k] = pa.ipc.new_stream(target / f"{k:06d}.arrow", batch.schema)
+                    writers[k].write_batch(batch.slice(lo, hi - lo))
+        finally:
+            for writer in writers.values():
+                writer.close()
+        log.info(
+            "merge: wrote the papers out in %d pid ranges (%.1f s)",
+            n_ranges,
+            time.perf_counter() - started,
+        )
+        self.papers_by_range, self.papers_range_step = target, step
+
+    def range_papers(self, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
+        """The papers with ``lo <= pid < hi`` from their range's file, in paper_id order."""
+        k = lo // self.papers_range_step
+        path = self.papers_by_range / f"{k:06d}.arrow"
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_stream(source).read_all()
+        table = table.take(pc.sort_indices(table, [("paper_id", "ascending")]))
+        offset = k * self.papers_range_step
+        table = table.slice(lo - offset, hi - lo)
+        if not table.column("paper_id").equals(pa.chunked_array([self.ids[lo:hi]])):
+            raise RuntimeError(f"{path} does not hold exactly the papers of pids {lo}..{hi - 1}")
+        yield from table.to_batches(PAPERS_READ_BATCH)
 
     # Bytes per edge row of a citing range while write_citations sorts it: the uint64 key
     # from DuckDB, its sorted copy, the mask and the int32 pids split from it.
@@ -1487,13 +1552,9 @@ class Merger:
                 schema=CITATIONS_SCHEMA,
             )
 
-        # Each range rescans only DuckDB's in-memory edge table, so they are not capped
-        # (at 5M papers, eight ranges of 16M edge rows took RSS to 2.4 GB).
+        # Each range rescans DuckDB's edge table, which holds only integers.
         ranges = pid_ranges(
-            self.n_papers,
-            self.n_edge_rows * self.CITATION_ROW_BYTES,
-            self.memory_bytes,
-            max_ranges=None,
+            self.n_papers, self.n_edge_rows * self.CITATION_ROW_BYTES, self.memory_bytes
         )
         # A range's arrays live beside DuckDB, which keeps the edge table meanwhile.
         self.limit_duckdb(int(self.memory_bytes * (1 - RANGE_MEMORY_SHARE)))
@@ -1547,13 +1608,20 @@ class Merger:
         concurrent = min(self.threads, n_parts)
         while concurrent > 1 and concurrent * writer_bytes > self.memory_bytes // 2:
             concurrent -= 1
-        budget = self.limit_duckdb(self.memory_bytes - concurrent * writer_bytes)
+        budget = max(DUCKDB_MIN_MEMORY, self.memory_bytes - concurrent * writer_bytes)
         ranges = pid_ranges(self.n_papers, table_bytes, budget // concurrent)
+        if len(ranges) > MAX_RANGES:  # before the writers start: with all of the budget
+            self.partition_papers(ranges[0][1] - ranges[0][0], len(ranges))
+        self.limit_duckdb(budget)
 
         def papers_in(cursor: Any, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
-            sql, params = self.papers_query(lo, hi)
+            if self.papers_by_range is not None:
+                batches = self.range_papers(lo, hi)
+            else:
+                sql, params = self.papers_query(lo, hi)
+                batches = cursor.sql(sql, params=params).to_arrow_reader(PAPERS_READ_BATCH)
             start = lo
-            for batch in cursor.sql(sql, params=params).to_arrow_reader(PAPERS_READ_BATCH):
+            for batch in batches:
                 # One row per pid, in pid order: the counts of this batch are a slice.
                 end = start + batch.num_rows
                 yield pa.RecordBatch.from_arrays(
@@ -1594,11 +1662,11 @@ DUCKDB_MIN_MEMORY = 128 * 2**20
 # Share of DuckDB's memory that the rows of one written pid range may take: its sort
 # needs about as much again, and the join tables sit beside it.
 RANGE_MEMORY_SHARE = 0.25
-# Every papers range scans all the staged papers once (skipping the text outside the
-# range); past this many ranges, a range's sort spills to disk instead. Each range more
-# costs ~0.25 s at 2M papers; 16 rather than 8 took the 5M merge's peak from 2.2 to
-# 1.85 GB under a 2 GB limit (see the README's ingestion benchmarks).
-MAX_RANGES = 16
+# Every papers range read from the staging scans all the staged papers (skipping the
+# text outside the range). Past this many ranges the papers are first written out once,
+# one folder per range, instead: at 5M papers 15 rescans cost ~8 s more than sorting
+# the same ranges alone, against ~19 s for that pass, and both costs grow with the input.
+MAX_RANGES = 32
 
 
 def duckdb_memory_bytes(limit: str) -> int:
@@ -1607,19 +1675,36 @@ def duckdb_memory_bytes(limit: str) -> int:
     return max(DUCKDB_MIN_MEMORY, int(total * DUCKDB_MEMORY_SHARE / 2**20) * 2**20)
 
 
-def pid_ranges(
-    n_papers: int, table_bytes: int, memory_bytes: int, max_ranges: int | None = MAX_RANGES
-) -> list[tuple[int, int]]:
+def pid_ranges(n_papers: int, table_bytes: int, memory_bytes: int) -> list[tuple[int, int]]:
     """Split pids ``[0, n_papers)`` into equal ranges small enough to sort in memory.
 
     Sorting the whole papers table at once spilled most of it to disk from 2M papers on
     (2M papers: 14 CPU-s and 1.9 GB RSS, against 10 CPU-s and 1.1 GB in five ranges).
-    ``max_ranges`` caps the count where every range rescans the input; None leaves the
-    ranges as small as the budget needs (numpy, unlike DuckDB, cannot spill).
+    The ranges are as small as the budget needs, however many that makes, so what one
+    range holds does not grow with the input.
     """
     wanted = max(1, math.ceil(table_bytes / max(1, int(memory_bytes * RANGE_MEMORY_SHARE))))
-    step = max(1, math.ceil(n_papers / (min(max_ranges, wanted) if max_ranges else wanted)))
+    step = max(1, math.ceil(n_papers / wanted))
     return [(lo, min(lo + step, n_papers)) for lo in range(0, n_papers, step)] or [(0, 0)]
+
+
+def range_index(paper_ids: pa.Array, firsts: pa.Array) -> np.ndarray:
+    """For each paper_id, the index of the last of the sorted ``firsts`` not above it.
+
+    A vectorised binary search: one Arrow comparison per halving. Arrow, like DuckDB's
+    ``ORDER BY`` that numbered the papers, compares strings byte by byte.
+    """
+    low = np.zeros(len(paper_ids), dtype=np.int64)
+    high = np.full(len(paper_ids), len(firsts), dtype=np.int64)
+    while (open_ := low < high).any():
+        middle = (low + high) // 2
+        above = pc.greater_equal(
+            paper_ids, firsts.take(pa.array(np.minimum(middle, len(firsts) - 1)))
+        )
+        above = above.to_numpy(zero_copy_only=False) & open_
+        low = np.where(above, middle + 1, low)
+        high = np.where(above | ~open_, high, middle)
+    return low - 1
 
 
 def split_at_parts(

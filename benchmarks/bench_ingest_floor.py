@@ -1,0 +1,173 @@
+"""Measure the CPU floor of ingestion: the work every S2ORC v2020 paper needs at minimum.
+
+Times, on one thread and per paper, the steps no design of ``citeval.ingest`` can skip:
+
+- ``gunzip``: decompressing the shard (isal, as ``ingest parse`` does);
+- ``json_decode``: decoding its lines into records of the fields ingest reads (msgspec,
+  the same record type, whole chunks at once as ``ingest parse`` does);
+- ``encode_papers``: writing the papers table's columns to parquet with the corpus
+  options (zstd, dictionaries, statistics), rows sorted by paper_id as in the corpus;
+- ``encode_citations``: writing the citations table (outbound lists, sorted) likewise.
+
+Their sum is what a paper costs before any staging, deduplication, id resolution or
+sorting; ``floor_papers_per_s`` is what two cores would reach if that were all. Compare
+with ``papers_per_cpu_s`` of ``bench_ingest.py`` on the same corpus (read from its JSON
+when present). Building the Arrow arrays and sorting are not timed.
+
+    python benchmarks/bench_ingest_floor.py --num-papers 2000000 --num-shards 8
+
+Writes ``benchmarks/out/ingest-floor-<papers>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from bench_ingest import OUT, synthetic_inputs
+from isal import igzip
+
+from citeval.ingest import (
+    CHUNK_BYTES,
+    CITATIONS_ROW_GROUP,
+    CITATIONS_SCHEMA,
+    CORPUS_PARQUET_OPTIONS,
+    PAPERS_ROW_GROUP,
+    PAPERS_SCHEMA,
+    V2020Paper,
+)
+
+
+class Timer:
+    """Accumulates this thread's CPU seconds per step."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def add(self, step: str, started: float) -> None:
+        self.seconds[step] = self.seconds.get(step, 0.0) + time.thread_time() - started
+
+
+def decoded_chunks(path: Path, timer: Timer) -> list[list[V2020Paper]]:
+    """Every record of one shard, timing decompression and decoding apart."""
+    decoder = msgspec.json.Decoder(V2020Paper)
+    chunks, rest = [], b""
+    with igzip.open(path, "rb") as stream:
+        while True:
+            started = time.thread_time()
+            data = stream.read(CHUNK_BYTES)
+            timer.add("gunzip", started)
+            if not data:
+                break
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            data, rest = data[:cut], data[cut:]
+            started = time.thread_time()
+            chunks.append(decoder.decode_lines(data))
+            timer.add("json_decode", started)
+    if rest.strip():
+        chunks.append(decoder.decode_lines(rest))
+    return chunks
+
+
+def tables(chunks: list[list[V2020Paper]]) -> tuple[pa.Table, pa.Table]:
+    """(papers, citations) of one shard as the corpus holds them, sorted (not timed)."""
+    records = [r for chunk in chunks for r in chunk]
+    zeros = pa.array([0] * len(records), pa.int32())
+    papers = pa.table(
+        [
+            pa.array([r.paper_id for r in records], pa.string()),
+            pa.array([r.title for r in records], pa.string()),
+            pa.array([r.abstract for r in records], pa.string()),
+            pa.array([r.year for r in records], pa.int32()),
+            pa.array([r.mag_field_of_study or [] for r in records], pa.list_(pa.string())),
+            zeros,
+            zeros,
+        ],
+        schema=PAPERS_SCHEMA,
+    )
+    pairs = [(r.paper_id, cited) for r in records for cited in r.outbound_citations or ()]
+    citations = pa.table(
+        [pa.array([p[0] for p in pairs]), pa.array([p[1] for p in pairs])],
+        schema=CITATIONS_SCHEMA,
+    )
+    papers = papers.take(pc.sort_indices(papers, [("paper_id", "ascending")]))
+    order = pc.sort_indices(citations, [("citing_id", "ascending"), ("cited_id", "ascending")])
+    return papers, citations.take(order)
+
+
+def encode(table: pa.Table, what: str, row_group: int, directory: Path, timer: Timer) -> int:
+    path = directory / f"{what}.parquet"
+    started = time.thread_time()
+    with pq.ParquetWriter(path, table.schema, **CORPUS_PARQUET_OPTIONS[what]) as writer:
+        writer.write_table(table, row_group_size=row_group)
+    timer.add(f"encode_{what}", started)
+    size = path.stat().st_size
+    path.unlink()
+    return size
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--num-papers", type=int, default=2_000_000)
+    parser.add_argument("--num-shards", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--shards", type=int, default=2, help="shards measured (of the corpus)")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    inputs = synthetic_inputs(args.num_papers, args.num_shards, args.seed)[: args.shards]
+    timer = Timer()
+    papers = citations = 0
+    with tempfile.TemporaryDirectory(dir=OUT) as scratch:
+        for path in inputs:
+            chunks = decoded_chunks(path, timer)
+            papers_table, citations_table = tables(chunks)
+            del chunks
+            encode(papers_table, "papers", PAPERS_ROW_GROUP, Path(scratch), timer)
+            encode(citations_table, "citations", CITATIONS_ROW_GROUP, Path(scratch), timer)
+            papers += papers_table.num_rows
+            citations += citations_table.num_rows
+    per_paper = {step: round(s / papers * 1e6, 2) for step, s in timer.seconds.items()}
+    floor = sum(timer.seconds.values()) / papers
+    result = {
+        "papers": papers,
+        "citations": citations,
+        "inputs": [str(p) for p in inputs],
+        "cpu_us_per_paper": per_paper,
+        "floor_cpu_us_per_paper": round(floor * 1e6, 2),
+        "floor_papers_per_s": {"1_core": round(1 / floor), "2_cores": round(2 / floor)},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "unix_time": int(time.time()),
+    }
+    pipeline = OUT / f"ingest-{args.num_papers}.json"
+    if pipeline.is_file():
+        measured = json.loads(pipeline.read_text())
+        result["pipeline"] = {
+            "source": str(pipeline.relative_to(OUT.parent.parent)),
+            "papers_per_s": measured["papers_per_s"],
+            "papers_per_cpu_s": measured["papers_per_cpu_s"],
+            "cpu_us_per_paper": round(1e6 / measured["papers_per_cpu_s"], 2),
+        }
+    output = args.output or OUT / f"ingest-floor-{args.num_papers}.json"
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
