@@ -10,7 +10,8 @@ Times, on one thread and per paper, the steps no design of ``citeval.ingest`` ca
 - ``encode_citations``: writing the citations table (outbound lists, sorted) likewise.
 
 Their sum is what a paper costs before any staging, deduplication, id resolution or
-sorting; ``floor_papers_per_s`` is what two cores would reach if that were all. Compare
+sorting (the cyclic GC is off, as in ``ingest parse``); ``floor_papers_per_s`` is what
+two cores would reach if that were all. Compare
 with ``papers_per_cpu_s`` of ``bench_ingest.py`` on the same corpus (read from its JSON
 when present). Building the Arrow arrays and sorting are not timed.
 
@@ -22,6 +23,7 @@ Writes ``benchmarks/out/ingest-floor-<papers>.json``.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     inputs = synthetic_inputs(args.num_papers, args.num_shards, args.seed)[: args.shards]
+    gc.disable()  # as ingest parse does: the records hold no cycles
     timer = Timer()
     papers = citations = 0
     with tempfile.TemporaryDirectory(dir=OUT) as scratch:

@@ -61,8 +61,8 @@ Decisions on messy records:
 **merge** uses DuckDB out of core over the staging parquet (``--memory-limit`` is the
 merge's budget: DuckDB gets 3/4 of it, less the arrays merge holds beside it, and spills
 to a temporary directory beyond that; the rest covers the Arrow batches being written.
-DuckDB allocates some memory outside its limit: 5M papers under 2GB peaked at 2.0-2.3
-GB, so give the job about 1.3x the limit):
+5M papers under 2GB peaked at 1.85 GB; under small limits the fixed part weighs more,
+so give a 1GB job about 1.5 GB):
 
 - a repeated ``paper_id`` fails naming both ``file:line`` locations, or with ``keep_first``
   the first record by (shard order, line) is kept and the rest are counted
@@ -79,10 +79,11 @@ GB, so give the job about 1.3x the limit):
 - The tables (docs/contracts.md) are written sorted, in fixed-size row groups and parts,
   so the same staging input gives byte-identical files; ``ingest_report.json`` holds the
   inputs, every shard report and the totals. The output directory appears atomically.
-- Each table is written in consecutive pid ranges sized to a quarter of DuckDB's memory
-  (at most ``MAX_RANGES``; past that a range's sort spills to disk), so a sort holds one
-  range rather than the table; a second thread encodes and compresses one batch while
-  DuckDB produces the next.
+- Each table is written in consecutive pid ranges sized to a quarter of DuckDB's memory,
+  however many that makes, so a sort holds one range rather than the table; a second
+  thread encodes and compresses one batch while DuckDB produces the next. Papers ranges
+  read the staging once each; past ``MAX_RANGES`` ranges the papers are first written
+  out once, one Arrow file per range, instead.
 - DuckDB resolves the edge ends to pids (one row per edge read); each citing range is
   then sorted, deduplicated and counted in numpy, and its ids looked up in every
   paper_id held in pid order beside DuckDB (with the two count arrays, about id length
