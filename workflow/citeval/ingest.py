@@ -420,8 +420,7 @@ class PartWriter:
         self._pending = rest.to_batches()
         self._pending_rows = rest.num_rows
         if self._writer is None:
-            path = self.directory / f"part-{self.first_part + self.parts:05d}.parquet"
-            self._writer = pq.ParquetWriter(path, self.schema, **self.options)
+            self._writer = pq.ParquetWriter(self._part_path(), self.schema, **self.options)
         self._writer.write_table(chunk, row_group_size=size)
         for name in self.schema.names:
             self.null_counts[name] += chunk.column(name).null_count
@@ -434,8 +433,7 @@ class PartWriter:
         """One row group per batch, no re-cutting: for staging files, which merge reads in
         any order and which need not be byte-stable."""
         if self._writer is None:
-            path = self.directory / f"part-{self.first_part + self.parts:05d}.parquet"
-            self._writer = pq.ParquetWriter(path, self.schema, **self.options)
+            self._writer = pq.ParquetWriter(self._part_path(), self.schema, **self.options)
         self._writer.write_batch(batch)
         self._part_rows += batch.num_rows
         self.rows += batch.num_rows
@@ -455,9 +453,12 @@ class PartWriter:
             self._write_chunk(self._pending_rows)
         self._close_part()
         if self.parts == 0:
-            path = self.directory / f"part-{self.first_part:05d}.parquet"
-            pq.write_table(self.schema.empty_table(), path, **self.options)
+            pq.write_table(self.schema.empty_table(), self._part_path(), **self.options)
             self.parts = 1
+
+    def _part_path(self) -> Path:
+        """The file of the part being started: this writer's parts follow ``first_part``."""
+        return self.directory / f"part-{self.first_part + self.parts:05d}.parquet"
 
 
 @dataclass
@@ -1325,7 +1326,7 @@ class Merger:
         self._build_edges()
 
     def papers_select(self, bounded: bool) -> str:
-        """The deduplicated papers with their abstracts, without counts, as ``p``.
+        """SQL for the deduplicated papers with their abstracts, without counts, unsorted.
 
         ``bounded`` keeps only the rows whose paper_id is between ``$first`` and
         ``$last``: the staging scan then drops the rows outside before reading their text.
@@ -1602,9 +1603,9 @@ class Merger:
         n_parts = max(1, math.ceil(self.n_papers / rows_per_part))
         # A writer holds up to about six row groups outside DuckDB (DuckDB's result and
         # the queued batch, the rows being cut, the combined row group and the encoder's
-        # pages and buffers), and they come out of DuckDB's
-        # budget. Parts are written side by side only while DuckDB keeps at least half
-        # of its budget: at 5M papers under a 2 GB limit two writers peaked at 2.4 GB.
+        # pages and buffers), and they come out of DuckDB's budget. Parts are written
+        # side by side only while DuckDB keeps at least half of its budget: at 5M papers
+        # under a 2 GB limit two writers peaked at 2.4 GB.
         writer_bytes = 6 * PAPERS_ROW_GROUP * table_bytes // max(1, self.n_papers)
         concurrent = min(self.threads, n_parts)
         while concurrent > 1 and concurrent * writer_bytes > self.memory_bytes // 2:
@@ -1665,7 +1666,7 @@ DUCKDB_MIN_MEMORY = 128 * 2**20
 RANGE_MEMORY_SHARE = 0.25
 # Every papers range read from the staging scans all the staged papers (skipping the
 # text outside the range). Past this many ranges the papers are first written out once,
-# one folder per range, instead: at 5M papers 15 rescans cost ~8 s more than sorting
+# one Arrow file per range, instead: at 5M papers 15 rescans cost ~8 s more than sorting
 # the same ranges alone, against ~19 s for that pass, and both costs grow with the input.
 MAX_RANGES = 32
 
