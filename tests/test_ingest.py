@@ -295,8 +295,8 @@ def test_output_is_byte_identical_and_split_into_parts(tmp_path):
     ] == [3, 3, 3, 1]
 
 
-# One pid per range (tens of ranges): read from the staging range by range, or, past
-# MAX_RANGES, written out once by range first.
+# One pid per range (tens of ranges): papers read from the staging range by range, or,
+# past MAX_RANGES, written out once by range first.
 RANGE_PATHS = pytest.mark.parametrize(
     ("max_ranges", "partitioned"), [(64, False), (4, True)], ids=["rescans", "partitioned"]
 )
@@ -310,6 +310,7 @@ def test_pid_ranges_do_not_change_the_output(
         paper(f"p{i:02d}", outbound_citations=[f"p{(i * 7) % 30:02d}", f"p{(i * 11) % 30:02d}"])
         for i in range(30)
     ]
+    rows[17]["outbound_citations"] = []  # a citing range without edge rows
     files = [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", [*rows, rows[3]]))]
     whole, _ = ingest_files(tmp_path, files, name="whole", on_duplicate="keep_first")
     monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # one pid per range
@@ -317,6 +318,7 @@ def test_pid_ranges_do_not_change_the_output(
     with caplog.at_level(logging.INFO, logger=ingest.log.name):
         ranged, report = ingest_files(tmp_path, files, name="ranged", on_duplicate="keep_first")
     assert ("wrote the papers out in 30 pid ranges" in caplog.text) == partitioned
+    assert "30 citing pid ranges" in caplog.text
     assert report["totals"]["duplicate_papers"] == 1
     names = sorted(p.relative_to(whole) for p in whole.rglob("*.parquet"))
     assert names == sorted(p.relative_to(ranged) for p in ranged.rglob("*.parquet"))
@@ -362,6 +364,7 @@ def test_parts_written_at_once_match_one_writer(
     with caplog.at_level(logging.INFO, logger=ingest.log.name):
         two, report = ingest_files(tmp_path, files, name="two", rows_per_part=7, threads=2)
     assert ("wrote the papers out in 40 pid ranges" in caplog.text) == partitioned
+    assert "40 citing pid ranges" in caplog.text
     assert report["parts"]["papers"] == 6
     names = sorted(p.relative_to(one) for p in one.rglob("*.parquet"))
     for other in (two, whole):

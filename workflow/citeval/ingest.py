@@ -84,12 +84,13 @@ so give a 1GB job about 1.5 GB):
   thread encodes and compresses one batch while DuckDB produces the next. Papers ranges
   read the staging once each; past ``MAX_RANGES`` ranges the papers are first written
   out once, one Arrow file per range, instead.
-- DuckDB resolves the edge ends to pids (one row per edge read); each citing range is
-  then sorted, deduplicated and counted in numpy, and its ids looked up in every
-  paper_id held in pid order beside DuckDB (with the two count arrays, about id length
-  + 12 bytes per paper, taken out of its budget). Papers leave DuckDB sorted by
-  paper_id within a range and get their counts by position; up to ``--threads`` papers
-  parts are written at once.
+- DuckDB resolves the edge ends to pids (one row per edge read, one kind of edge at a
+  time), and the rows go straight out to one file of sort keys per citing range, so no
+  range rescans them. Each citing range is then sorted, deduplicated and counted in
+  numpy, and its ids looked up in every paper_id held in pid order beside DuckDB (with
+  the two count arrays, about id length + 12 bytes per paper, taken out of its budget).
+  Papers leave DuckDB sorted by paper_id within a range and get their counts by
+  position; up to ``--threads`` papers parts are written at once.
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ PAPERS_ROW_GROUP = 65_536
 # text each) in flight took the merge's peak from 1.9 to 2.2 GB.
 PAPERS_READ_BATCH = PAPERS_ROW_GROUP // 4
 CITATIONS_ROW_GROUP = 1 << 20
+# Edge rows per batch while they are written out by citing range (12 bytes each).
+EDGES_READ_BATCH = 1 << 20
 # Staging files are temporary and read once by merge: no compression, no dictionaries
 # (lz4 cost parse ~0.4 CPU-s per 125k papers; the files are ~2.7x larger, ~1.6 KB/paper).
 STAGING_PARQUET_OPTIONS: dict[str, Any] = {
@@ -1131,9 +1134,13 @@ class Merger:
         # folder holding one file per range, and the pids per range.
         self.papers_by_range: Path | None = None
         self.papers_range_step = 0
-        # Set by _build_edges(): edge rows with both ends in the corpus (repeats included)
-        # and the distinct dangling pairs, without and with citing == cited.
-        self.n_edge_rows = self.dangling = self.dangling_self = 0
+        # Set by _build_edges(): the citing pid ranges, the folder of their edge rows'
+        # keys, one file per range, the pids per range, and the distinct dangling pairs,
+        # without and with citing == cited.
+        self.citing_ranges: list[tuple[int, int]] = []
+        self.edges_by_range = temp_dir / "edges-by-range"
+        self.edges_range_step = 1
+        self.dangling = self.dangling_self = 0
 
     def sql(self, query: str, step: str | None = None) -> Any:
         started = time.perf_counter()
@@ -1143,7 +1150,8 @@ class Merger:
         return result
 
     def scalar(self, query: str) -> Any:
-        return self.con.execute(query).fetchone()[0]
+        # fetchall: a result left unfinished would block the connection's next relation.
+        return self.con.execute(query).fetchall()[0][0]
 
     def _locations(self, view: str, key: str, limit: int) -> list[tuple[int, int]]:
         """The first (shard, line) places where ``key`` occurs, in input order."""
@@ -1233,16 +1241,19 @@ class Merger:
         return True
 
     def _build_edges(self) -> None:
-        """Resolve both ends of every edge read to pids; count the dangling edges.
+        """Resolve both ends of every edge read to pids and write them out by citing range.
 
         Each paper has a dense integer ``pid``, its rank by ``paper_id``. A paper's
         citation lists are unnested after its own id has been looked up, so per edge only
-        the listed id is (S2AG citation rows look up both ends). ``edges`` keeps
-        one row per edge read, repeats included: ``write_citations`` sorts each citing
-        range in numpy and drops the repeats and self-citations there, which is cheaper
-        than a ``DISTINCT`` over all of them (2M papers, 50M edge rows: 6 s of the 14 s
-        this step took with it). An end outside the corpus gets a null pid; only when one
-        did is the input read again to count those edges (distinct pairs, with examples).
+        the listed id is (S2AG citation rows look up both ends). The resolved rows, one
+        per edge read, repeats included, stream out of DuckDB as the sort keys
+        ``write_citations`` uses, into one file per citing pid range: DuckDB never holds
+        them (a table of them spilled at 5M papers under 1 GB, and every range read from
+        it scanned all of it), and ``write_citations`` drops the repeats and
+        self-citations in numpy, which is cheaper than a ``DISTINCT`` (2M papers, 50M edge
+        rows: 6 s of the 14 s this step took with it). An end outside the corpus gets a
+        null pid; only when one did is the input read again to count those edges
+        (distinct pairs, with examples).
         """
         lists = _union(self.shards, "papers", "paper_id, outbound_citations, inbound_citations")
         self.sql(f"CREATE VIEW paper_lists AS {lists}")
@@ -1272,19 +1283,74 @@ class Merger:
                 "LEFT JOIN ids b ON e.cited_id = b.paper_id"
             )
             as_ids.append(f"SELECT citing_id, cited_id FROM {citation_rows}")
-        self.sql(
-            "CREATE TABLE edges AS " + " UNION ALL ".join(pid_pairs),
-            "map edge ends to paper numbers",
+        # Sized by the edges read, which bound the resolved ones, and by the memory left
+        # once the lookups are held, when they are sorted.
+        edges_read = _sum((s.report for s in self.shards), "edges_written")
+        self.citing_ranges = pid_ranges(
+            self.n_papers,
+            edges_read * self.CITATION_ROW_BYTES,
+            self.memory_bytes - self.lookup_bytes(),
         )
-        source = "(" + " UNION ALL ".join(as_ids) + ")"
-        resolved, has_dangling = self.con.execute(
-            "SELECT count(*) FILTER (WHERE citing IS NOT NULL AND cited IS NOT NULL), "
-            "coalesce(bool_or(citing IS NULL OR cited IS NULL), false) FROM edges"
-        ).fetchall()[0]
-        self.n_edge_rows = int(resolved)
-        if has_dangling:
+        step = max(1, self.citing_ranges[0][1] - self.citing_ranges[0][0])
+        self.edges_range_step = step
+        self.edges_by_range.mkdir()
+        started = time.perf_counter()
+        unresolved = 0
+        with (
+            self.con.cursor() as cursor,  # a streamed result keeps its connection busy
+            tqdm(
+                total=edges_read, unit="edges", desc="resolve edges", mininterval=5, leave=False
+            ) as bar,
+        ):
+            # One kind of edge at a time, into a table first: the joins cannot spill
+            # while their result is streamed (5M papers ran out of memory under 1 GB),
+            # and one kind's table spills less than all of them.
+            for pairs_of_kind in pid_pairs:
+                cursor.execute(f"CREATE OR REPLACE TABLE edge_rows AS {pairs_of_kind}")
+                query = cursor.sql(
+                    f"SELECT (citing // {step})::INTEGER AS range, "
+                    f"((citing % {step})::UBIGINT << 32) | cited::UBIGINT AS key "
+                    "FROM edge_rows"
+                )
+                for batch in query.to_arrow_reader(EDGES_READ_BATCH):
+                    bar.update(batch.num_rows)
+                    if batch.column("key").null_count:
+                        unresolved += batch.column("key").null_count
+                        batch = batch.filter(pc.is_valid(batch.column("key")))
+                    self._append_by_range(
+                        batch.column("range").to_numpy(), batch.column("key").to_numpy()
+                    )
+            cursor.execute("DROP TABLE edge_rows")
+        log.info(
+            "merge: map edge ends to paper numbers, %d citing pid ranges (%.1f s)",
+            len(self.citing_ranges),
+            time.perf_counter() - started,
+        )
+        if unresolved:
+            source = "(" + " UNION ALL ".join(as_ids) + ")"
             self.dangling, self.dangling_self = self._count_dangling(source)
         self.counts["dangling_edges"] = self.dangling
+
+    def _append_by_range(self, range_of: np.ndarray, keys: np.ndarray) -> None:
+        """Append each key to its range's file (see ``range_keys``)."""
+        if not len(keys):
+            return
+        order = np.argsort(range_of, kind="stable")
+        keys = keys[order]
+        found, first = np.unique(range_of[order], return_index=True)
+        ends = [*first[1:], len(order)]
+        for k, lo, hi in zip(found.tolist(), first.tolist(), ends, strict=True):
+            # Appended and closed each time: ranges may outnumber open-file limits.
+            with open(self.edges_by_range / f"{k:06d}.keys", "ab") as out:
+                keys[lo:hi].tofile(out)
+
+    def range_keys(self, lo: int) -> np.ndarray:
+        """The sorted keys of the edge rows of the citing range starting at pid ``lo``,
+        repeats kept: (citing - lo) in the high 32 bits, cited in the low 32."""
+        path = self.edges_by_range / f"{lo // self.edges_range_step:06d}.keys"
+        keys = np.fromfile(path, dtype=np.uint64) if path.exists() else np.empty(0, np.uint64)
+        keys.sort()
+        return keys
 
     def _count_dangling(self, source: str) -> tuple[int, int]:
         """(dangling, self-citing dangling) distinct pairs; keeps the first few as examples."""
@@ -1323,7 +1389,10 @@ class Merger:
         )
         self.n_papers = self.scalar("SELECT count(*) FROM ids")
         self.has_abstracts = self._attach_abstracts()
+        # The lookups load after the edges: the joins with ids need DuckDB's whole budget
+        # (5M papers ran out of memory under 1 GB with the lookups held beside them).
         self._build_edges()
+        self.load_lookups()
 
     def papers_select(self, bounded: bool) -> str:
         """SQL for the deduplicated papers with their abstracts, without counts, unsorted.
@@ -1409,7 +1478,8 @@ class Merger:
         yield from table.to_batches(PAPERS_READ_BATCH)
 
     # Bytes per edge row of a citing range while write_citations sorts it: the uint64 key
-    # from DuckDB, its sorted copy, the mask and the int32 pids split from it.
+    # read from its file (sorted in place), the mask, and the int32 pids split from it
+    # before and after dropping repeats and self-citations.
     CITATION_ROW_BYTES = 40
 
     def load_lookups(self) -> None:
@@ -1424,8 +1494,12 @@ class Merger:
         self.ids = table.column("paper_id").combine_chunks()
         self.n_cited_by = np.zeros(self.n_papers, dtype=np.int32)
         self.n_references = np.zeros(self.n_papers, dtype=np.int32)
-        held = self.ids.nbytes + self.n_cited_by.nbytes + self.n_references.nbytes
-        self.memory_bytes = self.limit_duckdb(self.memory_bytes - held)
+        self.memory_bytes = self.limit_duckdb(self.memory_bytes - self.lookup_bytes())
+
+    def lookup_bytes(self) -> int:
+        """What ``load_lookups`` holds: the ids' characters and offsets, and two counts."""
+        characters = self.scalar("SELECT coalesce(sum(strlen(paper_id)), 0) FROM ids")
+        return int(characters) + 4 * (self.n_papers + 1) + 8 * self.n_papers
 
     def limit_duckdb(self, memory_bytes: int) -> int:
         """Set DuckDB's memory limit (at least ``DUCKDB_MIN_MEMORY``); return it."""
@@ -1506,26 +1580,17 @@ class Merger:
     def write_citations(self, directory: Path, rows_per_part: int) -> WrittenTable:
         """Write the citations table and count citations per paper, by citing pid range.
 
-        Each range's edge rows come out of DuckDB unsorted; numpy sorts them as one
-        uint64 key per (citing, cited) pair (x86-simd-sort: 25M keys in 0.6 s, against
-        1.9 s for DuckDB's sort on two threads), drops repeats and self-citations, counts
-        what is left, and the ids are looked up in ``self.ids``.
+        Each range's edge rows come unsorted, from DuckDB or, past ``MAX_RANGES``
+        ranges, from their range's file; numpy sorts them as one uint64 key per (citing,
+        cited) pair (x86-simd-sort: 25M keys in 0.6 s, against 1.9 s for DuckDB's sort
+        on two threads), drops repeats and self-citations, counts what is left, and the
+        ids are looked up in ``self.ids``.
         """
         distinct = self_citations = 0
 
         def citations_in(cursor: Any, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
             nonlocal distinct, self_citations
-            # DuckDB builds the keys on its threads: (citing - lo) in the high 32 bits.
-            keys = (
-                cursor.sql(
-                    f"SELECT ((citing - {lo})::UBIGINT << 32) | cited::UBIGINT AS key "
-                    f"FROM edges WHERE citing >= {lo} AND citing < {hi} AND cited IS NOT NULL"
-                )
-                .to_arrow_table()
-                .column("key")
-                .to_numpy()
-            )
-            keys = np.sort(keys)  # the Arrow view is read-only
+            keys = self.range_keys(lo)
             first = np.ones(len(keys), dtype=bool)
             np.not_equal(keys[1:], keys[:-1], out=first[1:])
             keys = keys[first]
@@ -1554,15 +1619,9 @@ class Merger:
                 schema=CITATIONS_SCHEMA,
             )
 
-        # Each range rescans DuckDB's edge table, which holds only integers.
-        ranges = pid_ranges(
-            self.n_papers, self.n_edge_rows * self.CITATION_ROW_BYTES, self.memory_bytes
-        )
-        # A range's arrays live beside DuckDB, which keeps the edge table meanwhile.
-        self.limit_duckdb(int(self.memory_bytes * (1 - RANGE_MEMORY_SHARE)))
         written = self.write(
             citations_in,
-            [(0, ranges)],
+            [(0, self.citing_ranges)],
             directory,
             CITATIONS_SCHEMA,
             rows_per_part,
@@ -1570,8 +1629,6 @@ class Merger:
             "citations",
             prepare=to_ids,
         )
-        # Free the edge rows for the papers' sorts (50M rows at 2M papers: 400 MB).
-        self.con.execute("DROP TABLE edges")
         self.counts["citation_edges_distinct"] = distinct + self.dangling + self.dangling_self
         self.counts["self_citations"] = self_citations + self.dangling_self
         self.n_citations = written.rows
@@ -1805,7 +1862,6 @@ def merge_staging(
             merger.run()
             # One table at a time: run side by side, the two sorts shared DuckDB's memory,
             # spilled more and were slower (2M papers: 69 s vs 55 s, higher peak).
-            merger.load_lookups()
             citations = merger.write_citations(tmp / "citations", rows_per_part)
             papers = merger.write_papers(tmp / "papers", rows_per_part)
             report = build_report(shards, merger, papers, citations, on_duplicate, rows_per_part)
