@@ -627,6 +627,24 @@ def test_memory_limit_leaves_headroom_for_arrow():
         main(["merge", "--staging", "x", "--output-dir", "y", "--memory-limit", "2 bananas"])
 
 
+def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, capsys):
+    rows = [paper(f"p{i:04d}", outbound_citations=[f"p{(i * 7) % 3000:04d}"]) for i in range(3000)]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    staging = tmp_path / "staging"
+    parse_shard(path, "s2orc_v2020", staging)
+    monkeypatch.setattr(ingest, "DUCKDB_MIN_MEMORY", 2**20)  # lets DuckDB have 1 MiB
+    argv = ["merge", "--staging", str(staging), "--output-dir", str(tmp_path / "corpus")]
+    assert main([*argv, "--memory-limit", "1.4MB"]) == 2
+    error = capsys.readouterr().err
+    assert "merge ran out of memory under --memory-limit 1.4MB" in error
+    assert "ingest.memory_limit in the config" in error
+    assert "Traceback" not in error
+    assert not (tmp_path / "corpus").exists()
+    # The suggestion grows with the papers and always exceeds the limit that failed.
+    assert ingest.out_of_memory_message("2GB", 5_000_000).endswith("to about 2.5GB")
+    assert ingest.out_of_memory_message("1GB", 80_000_000).endswith("to about 13GB")
+
+
 def test_empty_input_gives_an_empty_corpus(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")

@@ -37,3 +37,7 @@ class InputDataError(CitevalError):
 
 class ConfigError(CitevalError):
     """A config value that fails validation; the message names the key path."""
+
+
+class ResourceError(CitevalError):
+    """A job given too little of a resource (memory) for its input; says what to raise."""

@@ -123,7 +123,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from citeval.cli import memory_bytes, memory_size, positive_int, run_cli
-from citeval.errors import InputDataError
+from citeval.errors import InputDataError, ResourceError
 from citeval.io import PARQUET_OPTIONS, atomic_path
 
 log = logging.getLogger(__name__)
@@ -1856,6 +1856,8 @@ def merge_staging(
         threads=threads,
         temp_dir=spill,
     )
+    import duckdb
+
     try:
         with atomic_path(final) as tmp:
             tmp.mkdir()
@@ -1868,6 +1870,8 @@ def merge_staging(
             (tmp / REPORT_NAME).write_text(
                 json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
             )
+    except duckdb.OutOfMemoryException as error:
+        raise ResourceError(out_of_memory_message(memory_limit, merger.n_papers)) from error
     finally:
         merger.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -1882,6 +1886,30 @@ def merge_staging(
         time.perf_counter() - started,
     )
     return report
+
+
+# What resolving the edge ends took of DuckDB's memory, measured on the synthetic corpus:
+# the joins with every paper_id failed below ~300 MB at 2M papers and ~640 MB at 5M, so
+# roughly this base plus this much per paper (the joins' hash tables cannot spill while
+# two of them share a pipeline).
+EDGE_JOIN_BASE_BYTES = 100 * 10**6
+EDGE_JOIN_BYTES_PER_PAPER = 120
+
+
+def out_of_memory_message(memory_limit: str, n_papers: int) -> str:
+    """Why merge ran out of memory, and the ``--memory-limit`` to try instead."""
+    message = f"merge ran out of memory under --memory-limit {memory_limit}"
+    if not n_papers:
+        return f"{message}; raise it (ingest.memory_limit in the config)"
+    needed = (EDGE_JOIN_BASE_BYTES + EDGE_JOIN_BYTES_PER_PAPER * n_papers) / DUCKDB_MEMORY_SHARE
+    suggested = max(math.ceil(needed / 0.5e9) * 0.5, memory_bytes(memory_limit) / 1e9 + 0.5)
+    return (
+        f"{message} with {n_papers} papers (resolving the citations, which joins every "
+        f"paper_id, needs about {EDGE_JOIN_BASE_BYTES // 10**6} MB + "
+        f"{EDGE_JOIN_BYTES_PER_PAPER} bytes per paper of DuckDB's {DUCKDB_MEMORY_SHARE:.0%} "
+        f"share); raise --memory-limit (ingest.memory_limit in the config) to about "
+        f"{suggested:g}GB"
+    )
 
 
 def build_report(
