@@ -5,7 +5,11 @@ import json
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
+from citeval.cli import memory_bytes
 
 # The citeval package is importable by every job, whether or not it was pip-installed
 # into the environment the job runs in (for example a per-rule conda env).
