@@ -61,8 +61,9 @@ Decisions on messy records:
 **merge** uses DuckDB out of core over the staging parquet (``--memory-limit`` is the
 merge's budget: DuckDB gets 3/4 of it, less the arrays merge holds beside it, and spills
 to a temporary directory beyond that; the rest covers the Arrow batches being written.
-5M papers under 2GB peaked at 1.85 GB; under small limits the fixed part weighs more,
-so give a 1GB job about 1.5 GB):
+5M papers under 2GB peaked at 1.57-1.68 GB; under small limits the fixed part weighs
+more, so give a 1GB job about 1.7 GB. Resolving the citations needs about 100 MB + 120
+bytes per paper of DuckDB's share, ``out_of_memory_message``):
 
 - a repeated ``paper_id`` fails naming both ``file:line`` locations, or with ``keep_first``
   the first record by (shard order, line) is kept and the rest are counted
