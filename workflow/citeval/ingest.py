@@ -1346,7 +1346,10 @@ class Merger:
         """The sorted keys of the edge rows of the citing range starting at pid ``lo``,
         repeats kept: (citing - lo) in the high 32 bits, cited in the low 32."""
         path = self.edges_by_range / f"{lo // self.edges_range_step:06d}.keys"
-        keys = np.fromfile(path, dtype=np.uint64) if path.exists() else np.empty(0, np.uint64)
+        if not path.exists():  # no edge cites from this range
+            return np.empty(0, np.uint64)
+        keys = np.fromfile(path, dtype=np.uint64)
+        path.unlink()  # each range is read once; its disk space is free for the next steps
         keys.sort()
         return keys
 
