@@ -62,7 +62,7 @@ Decisions on messy records:
 merge's budget: DuckDB gets 3/4 of it, less the arrays merge holds beside it, and spills
 to a temporary directory beyond that; the rest covers the Arrow batches being written.
 5M papers under 2GB peaked at 1.57-1.68 GB; under small limits the fixed part weighs
-more, so give a 1GB job about 1.7 GB. Resolving the citations needs about 100 MB + 120
+more, so give a 1GB job about 1.7 GB. Resolving the citations needs about 80 MB + 130
 bytes per paper of DuckDB's share, ``out_of_memory_message``):
 
 - a repeated ``paper_id`` fails naming both ``file:line`` locations, or with ``keep_first``
@@ -1889,11 +1889,11 @@ def merge_staging(
 
 
 # What resolving the edge ends took of DuckDB's memory, measured on the synthetic corpus:
-# the joins with every paper_id failed below ~300 MB at 2M papers and ~640 MB at 5M, so
-# roughly this base plus this much per paper (the joins' hash tables cannot spill while
-# two of them share a pipeline).
-EDGE_JOIN_BASE_BYTES = 100 * 10**6
-EDGE_JOIN_BYTES_PER_PAPER = 120
+# the joins with every paper_id failed with 286 MiB and passed with 357 MiB at 2M papers,
+# failed with 679 MiB and passed with 715 MiB at 5M, so roughly this base plus this much
+# per paper (the joins' hash tables did not spill).
+EDGE_JOIN_BASE_BYTES = 80 * 10**6
+EDGE_JOIN_BYTES_PER_PAPER = 130
 
 
 def out_of_memory_message(memory_limit: str, n_papers: int) -> str:
