@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -659,3 +660,10 @@ def test_range_index_finds_the_range_of_each_id():
     ids = pa.array(["b", "c", "d", "d1", "d2", "e", "x", "zz", "d10"])
     assert ingest.range_index(ids, firsts).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 1]
     assert ingest.range_index(pa.array(["b"]), pa.array(["b"])).tolist() == [0]
+
+
+def test_runs_by_range_groups_rows_in_input_order():
+    order, runs = ingest.runs_by_range(np.array([3, 1, 3, 0, 1], dtype=np.int32))
+    assert order.tolist() == [3, 1, 4, 0, 2]
+    assert runs == [(0, 0, 1), (1, 1, 3), (3, 3, 5)]
+    assert ingest.runs_by_range(np.array([], dtype=np.int32))[1] == []

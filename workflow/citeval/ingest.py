@@ -1331,13 +1331,9 @@ class Merger:
 
     def _append_by_range(self, range_of: np.ndarray, keys: np.ndarray) -> None:
         """Append each key to its range's file (see ``range_keys``)."""
-        if not len(keys):
-            return
-        order = np.argsort(range_of, kind="stable")
+        order, runs = runs_by_range(range_of)
         keys = keys[order]
-        found, first = np.unique(range_of[order], return_index=True)
-        ends = [*first[1:], len(order)]
-        for k, lo, hi in zip(found.tolist(), first.tolist(), ends, strict=True):
+        for k, lo, hi in runs:
             # Appended and closed each time: ranges may outnumber open-file limits.
             with open(self.edges_by_range / f"{k:06d}.keys", "ab") as out:
                 keys[lo:hi].tofile(out)
@@ -1446,12 +1442,9 @@ class Merger:
         writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
         try:
             for batch in query.to_arrow_reader(PAPERS_READ_BATCH):
-                range_of = range_index(batch.column("paper_id"), firsts)
-                order = np.argsort(range_of, kind="stable")
+                order, runs = runs_by_range(range_index(batch.column("paper_id"), firsts))
                 batch = batch.take(pa.array(order))
-                found, first = np.unique(range_of[order], return_index=True)
-                ends = [*first[1:], len(order)]
-                for k, lo, hi in zip(found.tolist(), first.tolist(), ends, strict=True):
+                for k, lo, hi in runs:
                     if k not in writers:
                         writers[k] = pa.ipc.new_stream(target / f"{k:06d}.arrow", batch.schema)
                     writers[k].write_batch(batch.slice(lo, hi - lo))
@@ -1765,6 +1758,15 @@ def range_index(paper_ids: pa.Array, firsts: pa.Array) -> np.ndarray:
         low = np.where(above, middle + 1, low)
         high = np.where(above | ~open_, high, middle)
     return low - 1
+
+
+def runs_by_range(range_of: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """The stable order that groups rows by range, and ``(range, start, end)`` of each
+    range's run of rows in that order."""
+    order = np.argsort(range_of, kind="stable")
+    found, first = np.unique(range_of[order], return_index=True)
+    ends = [*first[1:].tolist(), len(order)] if len(order) else []
+    return order, list(zip(found.tolist(), first.tolist(), ends, strict=True))
 
 
 def split_at_parts(
