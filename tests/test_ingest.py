@@ -196,6 +196,31 @@ def test_malformed_line_is_skipped_within_max_bad_fraction(tmp_path):
     assert sorted(papers_of(corpus)) == ["a", "c"]
 
 
+def test_invalid_utf8_is_located_or_skipped(tmp_path):
+    path = tmp_path / "p.jsonl"
+    lines = [json.dumps(paper("a")), json.dumps(paper("b", title="\udcff"), ensure_ascii=False)]
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape") + b"\n")
+    with pytest.raises(InputDataError, match="invalid_utf8") as info:
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    assert (info.value.path, info.value.line) == (str(path), 2)
+    report = parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.5)
+    assert report["skipped"]["invalid_utf8"]["count"] == 1
+    assert report["records_written"] == 1
+
+
+def test_citation_lists_that_are_not_plain_take_the_exact_path(tmp_path):
+    # Ids with an escape, a space or a comma are legal: json_lists refuses such a chunk
+    # and the whole chunk is decoded by msgspec instead, with the same result.
+    odd = ['q"1', "q 2", "q,3", "q\\4"]
+    rows = [paper("p", outbound_citations=odd, inbound_citations=None)]
+    rows += [paper(pid, inbound_citations=["p"]) for pid in odd]
+    corpus, report = ingest_files(
+        tmp_path, [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", rows))]
+    )
+    assert sorted(edges_of(corpus)) == sorted(("p", pid) for pid in odd)
+    assert report["shards"][0]["edges_written"] == 8  # each edge is listed at both ends
+
+
 def test_too_many_bad_records_fail_the_file(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), "oops", "{", paper("d")])
     with pytest.raises(InputDataError, match=r"2 of 4 records are bad") as info:

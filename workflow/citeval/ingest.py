@@ -126,6 +126,7 @@ from tqdm import tqdm
 from citeval.cli import memory_bytes, memory_size, positive_int, run_cli
 from citeval.errors import InputDataError, ResourceError
 from citeval.io import PARQUET_OPTIONS, atomic_path
+from citeval.json_lists import plain_string_lists
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +242,18 @@ class V2020Paper(msgspec.Struct, gc=False):
     inbound_citations: list[str] | None = None
 
 
+class V2020PaperRawCitations(msgspec.Struct, gc=False):
+    """``V2020Paper`` with the citation lists left as raw JSON (``json_lists``)."""
+
+    paper_id: NonEmptyStr
+    title: str | None = None
+    abstract: str | None = None
+    year: Int32 | None = None
+    mag_field_of_study: list[str] | None = None
+    outbound_citations: msgspec.Raw = msgspec.Raw(b"")
+    inbound_citations: msgspec.Raw = msgspec.Raw(b"")
+
+
 class S2agFieldOfStudy(msgspec.Struct, gc=False):
     category: str | None = None
     source: str | None = None
@@ -345,8 +358,15 @@ _PATH_RE = re.compile(r" - at `\$\.?([^`]*)`$")
 _MISSING_RE = re.compile(r"^Object missing required field `([^`]+)`")
 
 
+# What decoding one line may raise: msgspec reports invalid UTF-8 in a string as a
+# UnicodeDecodeError rather than as one of its own errors.
+DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+
+
 def classify_error(error: Exception) -> tuple[str, str | None]:
-    """Map a msgspec error to (reason, field path) for the report and the error message."""
+    """Map a decoding error to (reason, field path) for the report and the error message."""
+    if isinstance(error, UnicodeDecodeError):
+        return "invalid_utf8", None
     if isinstance(error, msgspec.ValidationError):
         message = str(error)
         match = _PATH_RE.search(message)
@@ -580,6 +600,10 @@ def iter_line_chunks(
 _MAYBE_BLANK = re.compile(rb"\n[\n\r \t]")
 
 
+def may_hold_blank_lines(chunk: bytes | memoryview) -> bool:
+    return chunk[:1] in (b"\n", b"\r", b" ", b"\t") or _MAYBE_BLANK.search(chunk) is not None
+
+
 def decode_chunk(
     decoder: msgspec.json.Decoder,
     first_line: int,
@@ -593,10 +617,10 @@ def decode_chunk(
     blank lines, it is decoded line by line so every problem is located exactly.
     """
     report.lines_read += n_lines
-    if chunk[:1] not in (b"\n", b"\r", b" ", b"\t") and not _MAYBE_BLANK.search(chunk):
+    if not may_hold_blank_lines(chunk):
         try:
             records = decoder.decode_lines(chunk)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except DECODE_ERRORS:
             records = None
         if records is not None and len(records) == n_lines:
             report.records_read += n_lines
@@ -611,7 +635,7 @@ def decode_chunk(
         report.records_read += 1
         try:
             records.append(decoder.decode(text))
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        except DECODE_ERRORS as error:
             reason, field_name = classify_error(error)
             report.skip(number, reason, field_name, str(error))
             continue
@@ -667,21 +691,66 @@ def _list_array(lengths: np.ndarray, values: pa.Array) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
-def _stage_v2020(records: list[V2020Paper], lines: np.ndarray, out: StagingWriters) -> None:
+def _stage_v2020(
+    records: list[V2020Paper] | list[V2020PaperRawCitations],
+    lines: np.ndarray,
+    out: StagingWriters,
+    citations: tuple[pa.ListArray, pa.ListArray] | None = None,
+) -> None:
+    """Stage decoded records; ``citations`` are their (outbound, inbound) lists when the
+    records hold them raw (``stage_v2020_chunk``)."""
     ids = pa.array([r.paper_id for r in records], pa.string())
     titles = [r.title for r in records]
     abstracts = [r.abstract for r in records]
     years = [r.year for r in records]
     fields = _list_array(*_flatten([r.mag_field_of_study for r in records]))
     out.count_missing(titles, abstracts, years)
-    outbound = pa.array([r.outbound_citations for r in records], STRING_LIST)
-    inbound = pa.array([r.inbound_citations for r in records], STRING_LIST)
+    if citations is None:
+        citations = (
+            pa.array([r.outbound_citations for r in records], STRING_LIST),
+            pa.array([r.inbound_citations for r in records], STRING_LIST),
+        )
+    outbound, inbound = citations
     out.report.edges_written += _n_items(outbound) + _n_items(inbound)
     out.papers.write(
         _papers_batch(
             ids, titles, abstracts, years, fields, pa.array(lines), citations=(outbound, inbound)
         )
     )
+
+
+def stage_v2020_chunk(
+    decoder: msgspec.json.Decoder,
+    first_line: int,
+    chunk: bytes | memoryview,
+    n_lines: int,
+    out: StagingWriters,
+) -> bool:
+    """Stage a chunk of v2020 lines with their citation lists decoded by ``json_lists``.
+
+    ``decoder`` decodes ``V2020PaperRawCitations``. Returns False, having counted and
+    staged nothing, when any line or list needs the exact path (``decode_chunk``): a
+    malformed or mistyped record, a blank line, or a list that is not plain.
+    """
+    if may_hold_blank_lines(chunk):
+        return False
+    try:
+        records = decoder.decode_lines(chunk)
+    except DECODE_ERRORS:
+        return False
+    if len(records) != n_lines:
+        return False
+    outbound = plain_string_lists([r.outbound_citations for r in records])
+    inbound = (
+        None if outbound is None else plain_string_lists([r.inbound_citations for r in records])
+    )
+    if inbound is None:
+        return False
+    out.report.lines_read += n_lines
+    out.report.records_read += n_lines
+    lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
+    _stage_v2020(records, lines, out, citations=(outbound, inbound))
+    return True
 
 
 def _s2ag_fields(record: S2agPaper) -> list[str]:
@@ -800,8 +869,13 @@ class StagingWriters:
 
 def _parse_json(path: Path, fmt: str, out: StagingWriters) -> None:
     decoder = msgspec.json.Decoder(RECORD_TYPES[fmt])
+    raw_citations = msgspec.json.Decoder(V2020PaperRawCitations)
     stage = STAGERS[fmt]
     for first_line, chunk, n_lines in iter_line_chunks(path, out.report):
+        if fmt == "s2orc_v2020" and stage_v2020_chunk(
+            raw_citations, first_line, chunk, n_lines, out
+        ):
+            continue
         records, lines = decode_chunk(decoder, first_line, chunk, n_lines, out.report)
         if records:
             stage(records, lines, out)
