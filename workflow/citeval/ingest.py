@@ -112,7 +112,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -698,20 +697,12 @@ def _n_items(lists: pa.ListArray) -> int:
     return int(pc.sum(pc.list_value_length(lists)).as_py() or 0)
 
 
-def _flatten(lists: list[list[str] | None]) -> tuple[np.ndarray, pa.Array]:
-    """(length of each list, all their items as one string array); None counts as [].
-
-    Used for the fields of study, where None must become [] rather than a null list.
-    """
-    lengths = np.fromiter((len(x) if x else 0 for x in lists), np.int32, len(lists))
-    values = pa.array(list(chain.from_iterable(x for x in lists if x)), pa.string())
-    return lengths, values
-
-
-def _list_array(lengths: np.ndarray, values: pa.Array) -> pa.ListArray:
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), values)
+def _lists_or_empty(lists: list[list[str] | None]) -> pa.ListArray:
+    """``list<string>`` with None as [] (the fields of study: no field is not unknown)."""
+    array = pa.array(lists, STRING_LIST)
+    if array.null_count:  # a null list has no items, so its offsets already say []
+        array = pa.ListArray.from_arrays(array.offsets, array.values)
+    return array
 
 
 def _stage_v2020(
@@ -726,7 +717,7 @@ def _stage_v2020(
     titles = [r.title for r in records]
     abstracts = [r.abstract for r in records]
     years = [r.year for r in records]
-    fields = _list_array(*_flatten([r.mag_field_of_study for r in records]))
+    fields = _lists_or_empty([r.mag_field_of_study for r in records])
     out.count_missing(titles, abstracts, years)
     if citations is None:
         citations = (
