@@ -7,6 +7,7 @@ generated once with ``citeval.synth.generate_corpus`` and cached under
 ``benchmarks/out/data/``; generation is not timed.
 
     python benchmarks/bench_ingest.py --num-papers 500000 --num-shards 4
+    python benchmarks/bench_ingest.py --num-papers 2000000 --num-shards 8 --density s2orc-v2020
     python benchmarks/bench_ingest.py --inputs a.jsonl.gz b.jsonl.gz --format s2orc_v2020
 
 Writes ``benchmarks/out/ingest-<papers>.json``: papers, seconds, papers/s, the parse and
@@ -68,18 +69,28 @@ def run_measured(name: str, argv: list[str], log_path: Path) -> ProcessStats:
     )
 
 
-def synthetic_inputs(num_papers: int, num_shards: int, seed: int) -> list[Path]:
+def synthetic_inputs(num_papers: int, num_shards: int, seed: int, density: str) -> list[Path]:
     """The cached synthetic corpus, generated on first use."""
-    from citeval.synth import generate_corpus
+    from citeval.synth import DENSITIES, generate_corpus
 
-    directory = OUT / "data" / f"synth-{num_papers}x{num_shards}-seed{seed}"
+    suffix = "" if density == "default" else f"-{density}"
+    directory = OUT / "data" / f"synth-{num_papers}x{num_shards}-seed{seed}{suffix}"
     pattern = str(directory / "s2orc-{shard}.jsonl.gz")
     expected = [directory / f"s2orc-{i:05d}.jsonl.gz" for i in range(num_shards)]
     if all(p.is_file() for p in expected):
         return expected
     log.info("generating %d papers in %d shards under %s", num_papers, num_shards, directory)
     started = time.perf_counter()
-    paths = generate_corpus(num_papers, num_shards, seed, 1990, 2019, pattern, progress=False)
+    paths = generate_corpus(
+        num_papers,
+        num_shards,
+        seed,
+        1990,
+        2019,
+        pattern,
+        density=DENSITIES[density],
+        progress=False,
+    )
     log.info("generated in %.1f s", time.perf_counter() - started)
     return [Path(p) for p in paths]
 
@@ -96,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-papers", type=int, default=500_000)
     parser.add_argument("--num-shards", type=int, default=4)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--density",
+        default="default",
+        choices=["default", "s2orc-v2020"],
+        help="citations and abstracts per synthetic paper (citeval.synth.DENSITIES)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="parse processes at a time")
     parser.add_argument("--threads", type=int, default=2, help="merge DuckDB threads")
     parser.add_argument("--memory-limit", default="2GB")
@@ -109,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.inputs:
         inputs, fmt, label = args.inputs, args.format, None
     else:
-        inputs = synthetic_inputs(args.num_papers, args.num_shards, args.seed)
-        fmt, label = "s2orc_v2020", args.num_papers
+        inputs = synthetic_inputs(args.num_papers, args.num_shards, args.seed, args.density)
+        fmt = "s2orc_v2020"
+        label = (
+            args.num_papers if args.density == "default" else f"{args.num_papers}-{args.density}"
+        )
     workdir = args.workdir or OUT / f"work-ingest-{label or 'inputs'}"
     shutil.rmtree(workdir, ignore_errors=True)
     (workdir / "logs").mkdir(parents=True)
@@ -167,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             "threads": args.threads,
             "rows_per_part": args.rows_per_part,
             "format": fmt,
+            "density": None if args.inputs else args.density,
         },
         "machine": {
             "cpus": os.cpu_count(),

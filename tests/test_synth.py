@@ -21,7 +21,12 @@ FIRST_YEAR, LAST_YEAR = 1990, 2019
 
 
 def _generate(
-    directory: Path, *, seed: int = SEED, shards: int = 2, n: int = N_PAPERS
+    directory: Path,
+    *,
+    seed: int = SEED,
+    shards: int = 2,
+    n: int = N_PAPERS,
+    density: synth.Density = synth.DENSITIES["default"],
 ) -> list[Path]:
     return synth.generate_corpus(
         n,
@@ -30,6 +35,7 @@ def _generate(
         FIRST_YEAR,
         LAST_YEAR,
         str(directory / "s2orc-{shard}.jsonl.gz"),
+        density=density,
         progress=False,
     )
 
@@ -270,6 +276,20 @@ def test_titles_and_abstracts_have_realistic_lengths(records: list[dict[str, Any
     assert sample["title"][0].isupper()
     assert sample["abstract"][0].isupper() and sample["abstract"].endswith(".")
     assert "  " not in sample["abstract"] and " ." not in sample["abstract"]
+
+
+def test_s2orc_density_matches_s2orc_per_paper(tmp_path: Path) -> None:
+    def generate(density: str) -> list[dict[str, Any]]:
+        paths = _generate(tmp_path / density, n=20_000, density=synth.DENSITIES[density])
+        return [json.loads(line) for line in _read_lines(paths)]
+
+    sparse, dense = generate("s2orc-v2020"), generate("default")
+    # S2ORC v2020: 380.5M citations among 81.1M papers, about half the abstracts missing.
+    per_paper = np.mean([len(r["outbound_citations"]) for r in sparse])
+    assert 4.0 < per_paper < 5.2
+    assert np.mean([len(r["outbound_citations"]) for r in dense]) > 2.5 * per_paper
+    assert 0.47 < np.mean([r["abstract"] is None for r in sparse]) < 0.55
+    assert np.mean([r["abstract"] is None for r in dense]) < 0.2
 
 
 def test_cited_papers_share_more_vocabulary_than_random_ones(
