@@ -20,7 +20,11 @@ magic bytes — or ``.parquet``) into a staging directory::
 
 ``_line`` is the 1-based line (JSON) or row (parquet) number of the source record; the
 input path is in ``shard.json`` rather than in every row, and ``merge`` numbers the shards
-in the order it is given them, so "first" means (shard order, line).
+in the order it is given them, so "first" means (shard order, line). In a v2020 chunk
+whose citation lists are all plain (ids without escapes, brackets, commas or
+whitespace), the lists go to Arrow without becoming Python strings
+(``citeval.json_lists``); any other chunk is decoded in full by msgspec, so the staged
+rows, the counts and the errors are the same either way.
 
 Fields read per ``--format`` (every other key is ignored):
 
@@ -42,11 +46,12 @@ Fields read per ``--format`` (every other key is ignored):
 
 Decisions on messy records:
 
-- *Bad records* — a malformed JSON line, a line that is not a JSON object, a missing or null
-  id, an empty ``paper_id``, or a value of the wrong type (``"year": "2019"`` included:
-  numeric strings are rejected, not coerced, because a quoted year usually means a
-  mis-exported column; ``title: 5``; ``outbound_citations`` not a list of strings; a year
-  outside int32). With ``--max-bad-fraction 0`` the first one raises
+- *Bad records* — a malformed JSON line, a line that is not valid UTF-8
+  (``invalid_utf8``), a line that is not a JSON object, a missing or null id, an empty
+  ``paper_id``, or a value of the wrong type (``"year": "2019"`` included: numeric
+  strings are rejected, not coerced, because a quoted year usually means a mis-exported
+  column; ``title: 5``; ``outbound_citations`` not a list of strings; a year outside
+  int32). With ``--max-bad-fraction 0`` the first one raises
   :class:`InputDataError` naming file, line and field. Otherwise each is skipped and
   counted by reason with the first few ``file:line`` examples, and the file fails only
   when more than that fraction of its records are bad.
