@@ -569,11 +569,38 @@ def test_s2ag_three_kinds_end_to_end(tmp_path):
     assert totals["missing_abstract"] == 2  # papers 2 and 10, after attaching abstracts
 
 
-def test_s2ag_bad_corpusid(tmp_path):
-    path = write_jsonl(tmp_path / "c.jsonl", [{"citingcorpusid": "1", "citedcorpusid": 2}])
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [
+        ({"citingcorpusid": "1", "citedcorpusid": 2}, "citingcorpusid"),
+        ({"citingcorpusid": 1, "citedcorpusid": 2**63}, "citedcorpusid"),  # past int64
+        ({"citingcorpusid": -1, "citedcorpusid": 2}, "citingcorpusid"),
+    ],
+)
+def test_s2ag_bad_corpusid(tmp_path, row, field):
+    path = write_jsonl(tmp_path / "c.jsonl", [{"citingcorpusid": 5, "citedcorpusid": 6}, row])
     with pytest.raises(InputDataError) as info:
         parse_shard(path, "s2ag-citations", tmp_path / "staging")
-    assert info.value.field == "citingcorpusid"
+    assert (info.value.line, info.value.field) == (2, field)
+
+
+def test_s2ag_null_cited_rows_are_counted_across_chunks(tmp_path, monkeypatch):
+    rows = [
+        {"citingcorpusid": i, "citedcorpusid": None if i % 3 == 0 else i + 1} for i in range(60)
+    ]
+    path = write_jsonl(tmp_path / "c.jsonl", rows)
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 200)  # a few lines per chunk
+    report = parse_shard(path, "s2ag-citations", tmp_path / "staging")
+    skipped = report["skipped"]["null_cited"]
+    assert skipped["count"] == 20
+    assert [e["line"] for e in skipped["examples"]] == [1, 4, 7, 10, 13]
+    assert report["bad_records"] == 0
+    edges = pq.read_table(tmp_path / "staging" / "edges")
+    assert edges.num_rows == report["records_written"] == 40
+    assert edges.slice(0, 2).to_pylist() == [
+        {"citing_id": "1", "cited_id": "2"},
+        {"citing_id": "2", "cited_id": "3"},
+    ]
 
 
 @pytest.mark.parametrize("option", ["--threads", "--rows-per-part"])
