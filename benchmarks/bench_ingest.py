@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--density",
         default="default",
-        choices=["default", "s2orc-v2020"],
+        choices=["default", "s2orc-v2020"],  # citeval.synth.DENSITIES, not imported here
         help="citations and abstracts per synthetic paper (citeval.synth.DENSITIES)",
     )
     parser.add_argument("--workers", type=int, default=2, help="parse processes at a time")

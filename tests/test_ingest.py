@@ -208,6 +208,42 @@ def test_invalid_utf8_is_located_or_skipped(tmp_path):
     assert report["records_written"] == 1
 
 
+def test_invalid_utf8_in_a_citation_list_is_located(tmp_path):
+    # msgspec leaves raw lists unchecked for UTF-8: json_lists must refuse the chunk.
+    path = tmp_path / "p.jsonl"
+    bad = json.dumps(paper("b", outbound_citations=["a\udcff"]), ensure_ascii=False)
+    path.write_bytes(
+        (json.dumps(paper("a")) + "\n" + bad + "\n").encode("utf-8", "surrogateescape")
+    )
+    with pytest.raises(InputDataError, match="invalid_utf8") as info:
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    assert info.value.line == 2
+
+
+def test_fast_path_is_taken_and_stages_what_the_exact_path_stages(tmp_path, monkeypatch):
+    rows = [
+        paper(f"p{i}", outbound_citations=[f"p{j}" for j in range(i)], inbound_citations=None)
+        for i in range(30)
+    ]
+    rows[3] = paper("p3", outbound_citations=None, mag_field_of_study=None, abstract=None)
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    taken = []
+    fast = ingest.stage_v2020_chunk
+    monkeypatch.setattr(
+        ingest, "stage_v2020_chunk", lambda *args: taken.append(fast(*args)) or taken[-1]
+    )
+    fast_report = parse_shard(path, "s2orc_v2020", tmp_path / "fast")
+    assert taken == [True]
+    monkeypatch.setattr(ingest, "stage_v2020_chunk", lambda *args: False)
+    exact_report = parse_shard(path, "s2orc_v2020", tmp_path / "exact")
+    staged = pq.read_table(tmp_path / "fast" / "papers")
+    assert staged.equals(pq.read_table(tmp_path / "exact" / "papers"))
+    assert staged.column("outbound_citations")[3].as_py() is None
+    assert {k: v for k, v in fast_report.items() if k != "input"} == {
+        k: v for k, v in exact_report.items() if k != "input"
+    }
+
+
 def test_citation_lists_that_are_not_plain_take_the_exact_path(tmp_path):
     # Ids with an escape, a space or a comma are legal: json_lists refuses such a chunk
     # and the whole chunk is decoded by msgspec instead, with the same result.

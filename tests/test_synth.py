@@ -292,6 +292,14 @@ def test_s2orc_density_matches_s2orc_per_paper(tmp_path: Path) -> None:
     assert np.mean([r["abstract"] is None for r in dense]) < 0.2
 
 
+@pytest.mark.parametrize(
+    "kwargs", [{"references": 0.0}, {"null_abstract_rate": -0.1}, {"null_abstract_rate": 1.0}]
+)
+def test_density_out_of_range_is_a_config_error(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ConfigError, match="Density"):
+        synth.Density(**kwargs)
+
+
 def test_cited_papers_share_more_vocabulary_than_random_ones(
     records: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
 ) -> None:

@@ -763,18 +763,25 @@ def stage_v2020_chunk(decoder: msgspec.json.Decoder, chunk: LineChunk, out: Stag
         records = decoder.decode_lines(chunk.text)
     except DECODE_ERRORS:
         return False
-    if len(records) != chunk.n_lines:
-        return False
-    outbound = plain_string_lists([r.outbound_citations for r in records])
-    inbound = (
-        None if outbound is None else plain_string_lists([r.inbound_citations for r in records])
-    )
-    if inbound is None:
-        return False
-    out.report.lines_read += chunk.n_lines
-    out.report.records_read += chunk.n_lines
-    _stage_v2020(records, chunk.line_numbers, out, citations=(outbound, inbound))
-    return True
+    raw_outbound = [r.outbound_citations for r in records]
+    raw_inbound = [r.inbound_citations for r in records]
+    try:
+        if len(records) != chunk.n_lines:
+            return False
+        outbound = plain_string_lists(raw_outbound)
+        inbound = None if outbound is None else plain_string_lists(raw_inbound)
+        if inbound is None:
+            return False
+        out.report.lines_read += chunk.n_lines
+        out.report.records_read += chunk.n_lines
+        _stage_v2020(records, chunk.line_numbers, out, citations=(outbound, inbound))
+        return True
+    finally:
+        # Raw values are views of the chunk's buffer, which iter_line_chunks releases and
+        # refills: none may outlive this call, not even in the traceback of an error.
+        records.clear()
+        raw_outbound.clear()
+        raw_inbound.clear()
 
 
 def _corpus_ids(values: list[int]) -> pa.Array:

@@ -27,6 +27,7 @@ _PLAIN_STRING = r'"[^"\\\[\],\s]*"'
 PLAIN_LIST_PATTERN = rf"^(?:null|\[\s*(?:{_PLAIN_STRING}\s*(?:,\s*{_PLAIN_STRING}\s*)*)?\])?$"
 # Everything in a plain list that is not part of a string's content.
 _SYNTAX_BYTES = b'"[], \t\n\r'
+_INT32_MAX = 2**31 - 1  # Arrow string offsets
 _QUOTE = ord('"')
 _N = ord("n")
 
@@ -42,12 +43,12 @@ def plain_string_lists(raws: Sequence[bytes | memoryview]) -> pa.ListArray | Non
 
     ``raws`` are syntactically valid JSON values (as ``msgspec.Raw`` guarantees), the
     empty bytes standing for an absent field. Returns None unless every value is a plain
-    list (see the module docstring). A chunk's text must stay under 2 GiB (int32 offsets).
+    list (see the module docstring), or when their text passes 2 GiB (int32 offsets).
     """
     n = len(raws)
     lengths = np.fromiter(map(len, raws), np.int64, n)
     text = b"".join(raws)
-    if b"\\" in text:
+    if b"\\" in text or len(text) > _INT32_MAX:
         return None
     offsets = _offsets(lengths)
     as_strings = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
@@ -55,7 +56,7 @@ def plain_string_lists(raws: Sequence[bytes | memoryview]) -> pa.ListArray | Non
         matches = pc.match_substring_regex(as_strings, PLAIN_LIST_PATTERN)
         if not pc.all(matches, min_count=0).as_py():
             return None
-    except pa.ArrowInvalid:  # RE2 refuses invalid UTF-8
+    except pa.ArrowInvalid:  # should RE2 refuse invalid UTF-8 rather than not match it
         return None
 
     codes = np.frombuffer(text, np.uint8)
@@ -76,7 +77,7 @@ def plain_string_lists(raws: Sequence[bytes | memoryview]) -> pa.ListArray | Non
         len(string_lengths), pa.py_buffer(_offsets(string_lengths)), pa.py_buffer(content)
     )
     try:
-        values.validate(full=True)  # UTF-8
+        values.validate(full=True)  # UTF-8: the regex does not promise to check it
     except pa.ArrowInvalid:
         return None
     return pa.ListArray.from_arrays(

@@ -553,14 +553,23 @@ class Density:
     """How much each record carries.
 
     The default is the demo's and the tests': enough references that most papers pass
-    the citation prefilter at small sizes, which is denser than S2ORC. ``S2ORC_V2020``
-    matches the real corpus per paper, for ingestion benchmarks that should say what a
-    run on S2ORC costs.
+    the citation prefilter at small sizes, which is denser than S2ORC.
+    ``DENSITIES["s2orc-v2020"]`` matches the real corpus per paper, for ingestion
+    benchmarks that should say what a run on S2ORC costs.
     """
 
     # Factor on the intended references per paper (before clipping to 1..60).
     references: float = 1.0
     null_abstract_rate: float = NULL_ABSTRACT_RATE
+
+    def __post_init__(self) -> None:
+        if not self.references > 0:
+            raise ConfigError(f"Density.references must be > 0, got {self.references}")
+        if not 0 <= self.null_abstract_rate <= 1 - SHORT_ABSTRACT_RATE:
+            raise ConfigError(
+                f"Density.null_abstract_rate must be in [0, {1 - SHORT_ABSTRACT_RATE}], "
+                f"got {self.null_abstract_rate}"
+            )
 
 
 DENSITIES = {
