@@ -1876,10 +1876,20 @@ def range_index(paper_ids: pa.Array, firsts: pa.Array) -> np.ndarray:
 def runs_by_range(range_of: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
     """The stable order that groups rows by range, and ``(range, start, end)`` of each
     range's run of rows in that order."""
-    order = np.argsort(range_of, kind="stable")
-    found, first = np.unique(range_of[order], return_index=True)
-    ends = [*first[1:].tolist(), len(order)] if len(order) else []
-    return order, list(zip(found.tolist(), first.tolist(), ends, strict=True))
+    if not len(range_of):
+        return np.empty(0, dtype=np.intp), []
+    # numpy's stable sort is a radix sort for 16-bit keys: 2-4x faster than on int32,
+    # and _build_edges sorts every batch of a million edges this way.
+    keys = range_of.astype(np.uint16) if range_of.max() < 2**16 else range_of
+    order = np.argsort(keys, kind="stable")
+    counts = np.bincount(range_of)
+    ends = np.cumsum(counts)
+    runs = [
+        (k, end - n, end)
+        for k, (n, end) in enumerate(zip(counts.tolist(), ends.tolist(), strict=True))
+        if n
+    ]
+    return order, runs
 
 
 def split_at_parts(
