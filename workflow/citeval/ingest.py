@@ -246,14 +246,9 @@ class V2020Paper(msgspec.Struct, gc=False):
     inbound_citations: list[str] | None = None
 
 
-class V2020PaperRawCitations(msgspec.Struct, gc=False):
+class V2020PaperRawCitations(V2020Paper):
     """``V2020Paper`` with the citation lists left as raw JSON (``json_lists``)."""
 
-    paper_id: NonEmptyStr
-    title: str | None = None
-    abstract: str | None = None
-    year: Int32 | None = None
-    mag_field_of_study: list[str] | None = None
     outbound_citations: msgspec.Raw = msgspec.Raw(b"")
     inbound_citations: msgspec.Raw = msgspec.Raw(b"")
 
@@ -646,6 +641,19 @@ def iter_line_chunks(
             yield LineChunk(next_line, tail, 1, _WHITESPACE[tail[0]].item())
 
 
+def decode_whole_chunk(decoder: msgspec.json.Decoder, chunk: LineChunk) -> list[Any] | None:
+    """One record per line of the chunk, decoded at once; None when any line needs the
+    line-by-line path: a bad record, or a line that may be blank."""
+    if chunk.may_hold_blank_lines:
+        return None
+    try:
+        records = decoder.decode_lines(chunk.text)
+    except DECODE_ERRORS:
+        return None
+    # decode_lines also accepts several values on one line: the count catches that.
+    return records if len(records) == chunk.n_lines else None
+
+
 def decode_chunk(
     decoder: msgspec.json.Decoder, chunk: LineChunk, report: ShardReport
 ) -> tuple[list[Any], np.ndarray]:
@@ -655,15 +663,10 @@ def decode_chunk(
     blank lines, it is decoded line by line so every problem is located exactly.
     """
     report.lines_read += chunk.n_lines
-    if not chunk.may_hold_blank_lines:
-        try:
-            records = decoder.decode_lines(chunk.text)
-        except DECODE_ERRORS:
-            records = None
-        # decode_lines also accepts several values on one line: the count catches that.
-        if records is not None and len(records) == chunk.n_lines:
-            report.records_read += chunk.n_lines
-            return records, chunk.line_numbers
+    records = decode_whole_chunk(decoder, chunk)
+    if records is not None:
+        report.records_read += chunk.n_lines
+        return records, chunk.line_numbers
     records = []
     lines = []
     for offset, text in enumerate(bytes(chunk.text).split(b"\n")[: chunk.n_lines]):
@@ -757,17 +760,12 @@ def stage_v2020_chunk(decoder: msgspec.json.Decoder, chunk: LineChunk, out: Stag
     staged nothing, when any line or list needs the exact path (``decode_chunk``): a
     malformed or mistyped record, a blank line, or a list that is not plain.
     """
-    if chunk.may_hold_blank_lines:
-        return False
-    try:
-        records = decoder.decode_lines(chunk.text)
-    except DECODE_ERRORS:
+    records = decode_whole_chunk(decoder, chunk)
+    if records is None:
         return False
     raw_outbound = [r.outbound_citations for r in records]
     raw_inbound = [r.inbound_citations for r in records]
     try:
-        if len(records) != chunk.n_lines:
-            return False
         outbound = plain_string_lists(raw_outbound)
         inbound = None if outbound is None else plain_string_lists(raw_inbound)
         if inbound is None:
@@ -910,10 +908,10 @@ class StagingWriters:
 
 def _parse_json(path: Path, fmt: str, out: StagingWriters) -> None:
     decoder = msgspec.json.Decoder(RECORD_TYPES[fmt])
-    raw_citations = msgspec.json.Decoder(V2020PaperRawCitations)
+    raw_citations = msgspec.json.Decoder(V2020PaperRawCitations) if fmt == "s2orc_v2020" else None
     stage = STAGERS[fmt]
     for chunk in iter_line_chunks(path, out.report):
-        if fmt == "s2orc_v2020" and stage_v2020_chunk(raw_citations, chunk, out):
+        if raw_citations is not None and stage_v2020_chunk(raw_citations, chunk, out):
             continue
         records, lines = decode_chunk(decoder, chunk, out.report)
         if records:
