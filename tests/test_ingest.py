@@ -327,6 +327,30 @@ def test_duplicate_paper_id_names_both_locations(tmp_path):
     assert edges_of(corpus) == [("dup", "a")]
 
 
+def test_duplicates_across_staging_parts_keep_input_order(tmp_path, monkeypatch):
+    # Staging parts of two rows: merge reads the parts of every shard in one scan, and the
+    # first copy must still be the first by (shard, line), wherever the parts fall.
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 97)  # a line per chunk, so per batch
+    one = write_jsonl(
+        tmp_path / "one.jsonl",
+        [paper("a"), paper("x", title="first"), paper("b"), paper("c"), paper("x", title="2nd")],
+    )
+    two = write_jsonl(tmp_path / "two.jsonl", [paper("x", title="3rd"), paper("d")])
+    staging = []
+    for index, path in enumerate((one, two)):
+        staging.append(tmp_path / "staging" / str(index))
+        parse_shard(path, "s2orc_v2020", staging[-1], rows_per_part=2)
+    assert len(list((staging[0] / "papers").glob("part-*.parquet"))) == 3
+    report = merge_staging(staging, tmp_path / "corpus", on_duplicate="keep_first")
+    assert report["examples"]["duplicate_papers"] == [
+        {"paper_id": "x", "locations": [f"{one}:2", f"{one}:5", f"{two}:1"]}
+    ]
+    assert papers_of(tmp_path / "corpus")["x"]["title"] == "first"
+    with pytest.raises(InputDataError, match=f"again at {one}:2") as info:
+        merge_staging(staging[::-1], tmp_path / "reversed")  # shard order decides
+    assert (info.value.path, info.value.line) == (str(two), 1)
+
+
 def test_chunk_boundaries_do_not_change_the_result(tmp_path, monkeypatch):
     rows = [
         paper(f"p{i:03d}", outbound_citations=[f"p{j:03d}" for j in range(i)]) for i in range(40)
