@@ -1655,12 +1655,13 @@ class Merger:
         row_group: int,
         what: str,
         prepare: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
+        concurrent: int = 1,
     ) -> WrittenTable:
         """Write the batches ``produce(cursor, lo, hi)`` yields for each pid range, in order.
 
         Each group is (number of its first part, its pid ranges): its ranges are written in
         order into its own run of parts, on its own DuckDB cursor, with the parquet
-        encoding on a second thread (``write_behind``). Up to ``threads`` groups run at
+        encoding on a second thread (``write_behind``). Up to ``concurrent`` groups run at
         once: a single encoder thread is what bounds the papers table (2M papers: ~9 CPU-s
         of page encoding and zstd). Rows arrive sorted and row groups are cut at fixed
         sizes from the start of each part, so the files do not depend on the grouping.
@@ -1701,7 +1702,7 @@ class Merger:
 
         with (
             tqdm(unit="rows", desc=f"write {what}", mininterval=5, leave=False) as bar,
-            ThreadPoolExecutor(max_workers=max(1, min(self.threads, len(groups)))) as pool,
+            ThreadPoolExecutor(max_workers=max(1, min(concurrent, len(groups)))) as pool,
         ):
             writers = list(pool.map(lambda group: write_group(*group), groups))
         written = WrittenTable.of(writers)
@@ -1838,6 +1839,7 @@ class Merger:
             rows_per_part,
             PAPERS_ROW_GROUP,
             "papers",
+            concurrent=concurrent,
         )
         if written.rows != self.n_papers:
             raise RuntimeError(
