@@ -755,7 +755,7 @@ def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, 
     assert not (tmp_path / "corpus").exists()
     # The suggestion grows with the papers and always exceeds the limit that failed.
     assert ingest.out_of_memory_message("2GB", 5_000_000).endswith("to about 2.5GB")
-    assert ingest.out_of_memory_message("1GB", 80_000_000).endswith("to about 14GB")
+    assert ingest.out_of_memory_message("1GB", 80_000_000).endswith("to about 4.5GB")
 
 
 def test_empty_input_gives_an_empty_corpus(tmp_path):

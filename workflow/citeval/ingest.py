@@ -66,9 +66,8 @@ Decisions on messy records:
 **merge** uses DuckDB out of core over the staging parquet (``--memory-limit`` is the
 merge's budget: DuckDB gets 3/4 of it, less the arrays merge holds beside it, and spills
 to a temporary directory beyond that; the rest covers the Arrow batches being written.
-5M papers under 2GB peaked at 1.57-1.68 GB; under small limits the fixed part weighs
-more, so give a 1GB job about 1.7 GB. Resolving the citations needs about 80 MB + 130
-bytes per paper of DuckDB's share, ``out_of_memory_message``):
+Whatever the limit, merge holds about 600 MB + 46 bytes per paper (``out_of_memory_message``),
+so limits under ~1GB are exceeded):
 
 - a repeated ``paper_id`` fails naming both ``file:line`` locations, or with ``keep_first``
   the first record by (shard order, line) is kept and the rest are counted
@@ -2046,12 +2045,14 @@ def merge_staging(
     return report
 
 
-# What resolving the edge ends took of DuckDB's memory, measured on the synthetic corpus:
-# the joins with every paper_id failed with 286 MiB and passed with 357 MiB at 2M papers,
-# failed with 679 MiB and passed with 715 MiB at 5M, so roughly this base plus this much
-# per paper (the joins' hash tables did not spill).
-EDGE_JOIN_BASE_BYTES = 80 * 10**6
-EDGE_JOIN_BYTES_PER_PAPER = 130
+# What merge holds whatever its limit, measured on the synthetic corpus: at 2M and 5M
+# papers under --memory-limit 200MB it peaked at 580 and 764 MB, DuckDB spilling the
+# rest. What still grows with the corpus is about this much per paper: the lookups
+# beside DuckDB (paper_id and two counts, ~23 bytes) and DuckDB's table of paper_ids
+# (~23 bytes). While the staged tables were read as a UNION ALL of one scan per shard,
+# the joins that resolve the citations could not spill and took ~130 bytes per paper.
+MERGE_FIXED_BYTES = 600 * 10**6
+MERGE_BYTES_PER_PAPER = 46
 
 
 def out_of_memory_message(memory_limit: str, n_papers: int) -> str:
@@ -2059,13 +2060,12 @@ def out_of_memory_message(memory_limit: str, n_papers: int) -> str:
     message = f"merge ran out of memory under --memory-limit {memory_limit}"
     if not n_papers:
         return f"{message}; raise it (ingest.memory_limit in the config)"
-    needed = (EDGE_JOIN_BASE_BYTES + EDGE_JOIN_BYTES_PER_PAPER * n_papers) / DUCKDB_MEMORY_SHARE
+    needed = MERGE_FIXED_BYTES + MERGE_BYTES_PER_PAPER * n_papers
     suggested = max(math.ceil(needed / 0.5e9) * 0.5, memory_bytes(memory_limit) / 1e9 + 0.5)
     return (
-        f"{message} with {n_papers} papers (resolving the citations, which joins every "
-        f"paper_id, needs about {EDGE_JOIN_BASE_BYTES // 10**6} MB + "
-        f"{EDGE_JOIN_BYTES_PER_PAPER} bytes per paper of DuckDB's {DUCKDB_MEMORY_SHARE:.0%} "
-        f"share); raise --memory-limit (ingest.memory_limit in the config) to about "
+        f"{message} with {n_papers} papers (merge holds about "
+        f"{MERGE_FIXED_BYTES // 10**6} MB + {MERGE_BYTES_PER_PAPER} bytes per paper whatever "
+        f"the limit); raise --memory-limit (ingest.memory_limit in the config) to about "
         f"{suggested:g}GB"
     )
 
