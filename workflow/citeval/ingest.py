@@ -1627,11 +1627,15 @@ class Merger:
         + 12) bytes per paper, which come out of DuckDB's budget, so the merge as a whole
         stays within ``--memory-limit``.
         """
+        held = self.lookup_bytes()
         table = self.con.sql("SELECT paper_id FROM ids ORDER BY pid").to_arrow_table()
         self.ids = table.column("paper_id").combine_chunks()
+        # Every later step looks ids up here; DuckDB's table of them (~23 bytes per
+        # paper) would only sit in its budget.
+        self.sql("DROP TABLE ids")
         self.n_cited_by = np.zeros(self.n_papers, dtype=np.int32)
         self.n_references = np.zeros(self.n_papers, dtype=np.int32)
-        self.memory_bytes = self.limit_duckdb(self.memory_bytes - self.lookup_bytes())
+        self.memory_bytes = self.limit_duckdb(self.memory_bytes - held)
 
     def lookup_bytes(self) -> int:
         """What ``load_lookups`` holds: the ids' characters and offsets, and two counts."""
