@@ -41,8 +41,8 @@ rule ingest_merge:
         f"{BENCHMARKS}/ingest_merge.tsv"
     threads: 2
     resources:
-        # --memory-limit bounds what merge counts; Python, the lookups and the batches
-        # being encoded come on top (about 1.5x under small limits: README, Benchmarks).
+        # Merge stayed within --memory-limit from 1GB up (0.5M-5M papers), but holds
+        # ~600 MB + 46 bytes per paper whatever the limit (README, Benchmarks): headroom.
         mem_mb=max(4000, int(1.5 * memory_bytes(config["ingest"]["memory_limit"]) / 1e6)),
         runtime=240,
     shell:
