@@ -66,8 +66,8 @@ Decisions on messy records:
 **merge** uses DuckDB out of core over the staging parquet (``--memory-limit`` is the
 merge's budget: DuckDB gets 3/4 of it, less the arrays merge holds beside it, and spills
 to a temporary directory beyond that; the rest covers the Arrow batches being written.
-Whatever the limit, merge holds about 600 MB + 46 bytes per paper (``out_of_memory_message``),
-so limits under ~1GB are exceeded):
+Whatever the limit, merge holds about 600 MB + 46 bytes per paper
+(``out_of_memory_message``), so a limit much under 1GB is exceeded):
 
 - a repeated ``paper_id`` fails naming both ``file:line`` locations, or with ``keep_first``
   the first record by (shard order, line) is kept and the rest are counted
@@ -1360,10 +1360,10 @@ class Merger:
 
     def _attach_abstracts(self) -> bool:
         """Stage the S2AG abstracts, if any were parsed; return whether there are any."""
-        abstracts = StagedTable.of(self.shards, "abstracts", "paper_id, abstract")
-        if abstracts is None:
+        staged = StagedTable.of(self.shards, "abstracts", "paper_id, abstract")
+        if staged is None:
             return False
-        self.create_staged_view("abstracts_raw", abstracts)
+        self.create_staged_view("abstracts_raw", staged)
         abstracts = self.dedupe("abstracts_raw", "abstracts")
         # pid is null for an abstract of an unknown paper.
         self.sql(
@@ -1638,7 +1638,10 @@ class Merger:
         self.memory_bytes = self.limit_duckdb(self.memory_bytes - held)
 
     def lookup_bytes(self) -> int:
-        """What ``load_lookups`` holds: the ids' characters and offsets, and two counts."""
+        """What ``load_lookups`` holds: the ids' characters and offsets, and two counts.
+
+        Reads DuckDB's ``ids`` table, which ``load_lookups`` drops.
+        """
         characters = self.scalar("SELECT coalesce(sum(strlen(paper_id)), 0) FROM ids")
         return int(characters) + 4 * (self.n_papers + 1) + 8 * self.n_papers
 
