@@ -758,6 +758,21 @@ def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, 
     assert ingest.out_of_memory_message("1GB", 80_000_000).endswith("to about 4.5GB")
 
 
+def test_a_limit_below_what_merge_holds_is_warned_about(tmp_path, caplog):
+    rows = [paper(f"p{i}") for i in range(20)]
+    files = [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", rows))]
+    with caplog.at_level(logging.WARNING, logger="citeval.ingest"):
+        ingest_files(tmp_path, files, name="small", memory_limit="100MB")
+    assert "20 papers need about 0.60 GB whatever the limit" in caplog.text
+    assert "exceed --memory-limit 100MB" in caplog.text
+    assert "ingest.memory_limit to about 1GB" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="citeval.ingest"):
+        ingest_files(tmp_path, files, name="enough", memory_limit="1GB")
+    assert "exceed" not in caplog.text
+    assert ingest.merge_memory_bytes(10_000_000) > 1e9  # 10M papers peaked at 1.10 GB
+
+
 def test_empty_input_gives_an_empty_corpus(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")

@@ -1235,7 +1235,7 @@ class Merger:
         shards: list[StagedShard],
         *,
         on_duplicate: str,
-        memory_bytes: int,
+        memory_limit: str,
         threads: int,
         temp_dir: Path,
     ) -> None:
@@ -1243,6 +1243,7 @@ class Merger:
 
         self.shards = shards
         self.on_duplicate = on_duplicate
+        self.memory_limit = memory_limit
         self.threads = threads
         self.temp_dir = temp_dir
         self.con = duckdb.connect(
@@ -1252,7 +1253,7 @@ class Merger:
                 "preserve_insertion_order": False,
             }
         )
-        self.memory_bytes = self.limit_duckdb(memory_bytes)
+        self.memory_bytes = self.limit_duckdb(duckdb_memory_bytes(memory_limit))
         self.con.execute("SET enable_progress_bar = false")
         self.counts: dict[str, int] = {}
         self.examples: dict[str, list[Any]] = {}
@@ -1528,6 +1529,16 @@ class Merger:
             "number the papers",
         )
         self.n_papers = self.scalar("SELECT count(*) FROM ids")
+        needed = merge_memory_bytes(self.n_papers)
+        if needed > memory_bytes(self.memory_limit):
+            log.warning(
+                "merge: %d papers need about %.2f GB whatever the limit, so the merge will "
+                "exceed --memory-limit %s (or stop); set ingest.memory_limit to about %gGB",
+                self.n_papers,
+                needed / 1e9,
+                self.memory_limit,
+                suggested_memory_limit(self.memory_limit, self.n_papers),
+            )
         self.has_abstracts = self._attach_abstracts()
         # The lookups load after the edges: the joins with ids need DuckDB's whole budget
         # (5M papers ran out of memory under 1 GB with the lookups held beside them).
@@ -2018,7 +2029,7 @@ def merge_staging(
     merger = Merger(
         shards,
         on_duplicate=on_duplicate,
-        memory_bytes=duckdb_memory_bytes(memory_limit),
+        memory_limit=memory_limit,
         threads=threads,
         temp_dir=spill,
     )
@@ -2054,12 +2065,24 @@ def merge_staging(
 
 # What merge holds whatever its limit, measured on the synthetic corpus: at 2M and 5M
 # papers under --memory-limit 200MB it peaked at 580 and 764 MB, DuckDB spilling the
-# rest. What still grows with the corpus is about this much per paper: the lookups
-# beside DuckDB (paper_id and two counts, ~23 bytes) and DuckDB's table of paper_ids
-# (~23 bytes). While the staged tables were read as a UNION ALL of one scan per shard,
-# the joins that resolve the citations could not spill and took ~130 bytes per paper.
+# rest; 10M papers under 1GB peaked at 1.10 GB. What still grows with the corpus is
+# about this much per paper: the lookups beside DuckDB (paper_id and two counts, ~23
+# bytes) and DuckDB's table of paper_ids (~23 bytes). While the staged tables were read
+# as a UNION ALL of one scan per shard, the joins that resolve the citations could not
+# spill and took ~130 bytes per paper.
 MERGE_FIXED_BYTES = 600 * 10**6
 MERGE_BYTES_PER_PAPER = 46
+
+
+def merge_memory_bytes(n_papers: int) -> int:
+    """About what merge holds for ``n_papers`` papers, whatever its limit."""
+    return MERGE_FIXED_BYTES + MERGE_BYTES_PER_PAPER * n_papers
+
+
+def suggested_memory_limit(memory_limit: str, n_papers: int) -> float:
+    """A limit in GB, in steps of 0.5, that covers ``n_papers`` and exceeds ``memory_limit``."""
+    needed = math.ceil(merge_memory_bytes(n_papers) / 0.5e9) * 0.5
+    return max(needed, memory_bytes(memory_limit) / 1e9 + 0.5)
 
 
 def out_of_memory_message(memory_limit: str, n_papers: int) -> str:
@@ -2067,8 +2090,7 @@ def out_of_memory_message(memory_limit: str, n_papers: int) -> str:
     message = f"merge ran out of memory under --memory-limit {memory_limit}"
     if not n_papers:
         return f"{message}; raise it (ingest.memory_limit in the config)"
-    needed = MERGE_FIXED_BYTES + MERGE_BYTES_PER_PAPER * n_papers
-    suggested = max(math.ceil(needed / 0.5e9) * 0.5, memory_bytes(memory_limit) / 1e9 + 0.5)
+    suggested = suggested_memory_limit(memory_limit, n_papers)
     return (
         f"{message} with {n_papers} papers (merge holds about "
         f"{MERGE_FIXED_BYTES // 10**6} MB + {MERGE_BYTES_PER_PAPER} bytes per paper whatever "
