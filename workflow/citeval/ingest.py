@@ -95,7 +95,7 @@ Whatever the limit, merge holds about 600 MB + 46 bytes per paper
   numpy, and its ids looked up in every paper_id held in pid order beside DuckDB (with
   the two count arrays, about id length + 12 bytes per paper, taken out of its budget).
   Papers leave DuckDB sorted by paper_id within a range and get their counts by
-  position; up to ``--threads`` papers parts are written at once.
+  position; up to ``--threads`` papers parts are written at once, as the budget allows.
 """
 
 from __future__ import annotations
@@ -1157,7 +1157,12 @@ class StagedShard:
     report: dict[str, Any]
 
     def parts(self, name: str) -> list[Path]:
-        return sorted((self.directory / name).glob("part-*.parquet"))
+        # By number, not name: merge orders rows by (file, line), so parts must come in
+        # line order even past part-99999.
+        return sorted(
+            (self.directory / name).glob("part-*.parquet"),
+            key=lambda path: int(path.stem.split("-")[1]),
+        )
 
     def location(self, line: int) -> str:
         return f"{self.report['input']}:{line}"
@@ -2066,8 +2071,9 @@ def merge_staging(
 # What merge holds whatever its limit, measured on the synthetic corpus: at 2M and 5M
 # papers under --memory-limit 200MB it peaked at 580 and 764 MB, DuckDB spilling the
 # rest; 10M papers under 1GB peaked at 1.10 GB. What still grows with the corpus is
-# about this much per paper: the lookups beside DuckDB (paper_id and two counts, ~23
-# bytes) and DuckDB's table of paper_ids (~23 bytes). While the staged tables were read
+# about this much per paper, an empirical figure: the lookups beside DuckDB (paper_id
+# and two counts, ~23 bytes) and DuckDB's table of paper_ids while the edges are
+# resolved (~23 bytes; dropped once the lookups are loaded). While the staged tables were read
 # as a UNION ALL of one scan per shard, the joins that resolve the citations could not
 # spill and took ~130 bytes per paper.
 MERGE_FIXED_BYTES = 600 * 10**6
@@ -2198,7 +2204,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=positive_int,
         default=2,
-        help="DuckDB threads, and how many papers parts are written at once (default 2)",
+        help="DuckDB threads, and at most how many papers parts are written at once (default 2)",
     )
     merge.add_argument(
         "--temp-dir", default=None, help="where DuckDB spills (default: next to the output)"
