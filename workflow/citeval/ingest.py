@@ -1198,17 +1198,16 @@ def load_staging(directories: Sequence[str | os.PathLike]) -> list[StagedShard]:
 class StagedTable:
     """One staged table (papers, abstracts) of every shard, read as a single scan.
 
-    ``sql`` selects the given columns plus ``_file``, the row's position in ``files``,
-    and ``_line``. Files are listed shard by shard and, within a shard, in part order,
-    which is line order, so ordering by (``_file``, ``_line``) is ordering by (shard,
-    line). One ``read_parquet`` of every file rather than a UNION ALL of one per shard:
-    each branch of the union held its own scan buffers, ~25 MB per shard (5M papers in
-    20 shards: 796 against 314 MB to scan the papers once), which S2ORC's 100 shards
-    would have multiplied.
+    ``sql`` selects the given columns plus ``_file``, the position of the row's file in
+    the scan's file list, and ``_line``. Files are listed shard by shard and, within a
+    shard, in part order, which is line order, so ordering by (``_file``, ``_line``) is
+    ordering by (shard, line). One ``read_parquet`` of every file rather than a UNION
+    ALL of one per shard: each branch of the union held its own scan buffers, ~25 MB
+    per shard (5M papers in 20 shards: 796 against 314 MB to scan the papers once),
+    which S2ORC's 100 shards would have multiplied.
     """
 
     sql: str
-    files: list[Path]
     shard_of_file: list[int]
 
     @classmethod
@@ -1225,7 +1224,7 @@ class StagedTable:
             f"SELECT {columns}, file_index::INTEGER AS _file, _line "
             f"FROM read_parquet({_sql_list(files)})"
         )
-        return cls(sql, files, shard_of_file)
+        return cls(sql, shard_of_file)
 
 
 class Merger:
