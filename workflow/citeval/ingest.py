@@ -2072,9 +2072,9 @@ def merge_staging(
 # rest; 10M papers under 1GB peaked at 1.10 GB. What still grows with the corpus is
 # about this much per paper, an empirical figure: the lookups beside DuckDB (paper_id
 # and two counts, ~23 bytes) and DuckDB's table of paper_ids while the edges are
-# resolved (~23 bytes; dropped once the lookups are loaded). While the staged tables were read
-# as a UNION ALL of one scan per shard, the joins that resolve the citations could not
-# spill and took ~130 bytes per paper.
+# resolved (~23 bytes; dropped once the lookups are loaded). While the staged tables
+# were read as a UNION ALL of one scan per shard, the joins that resolve the citations
+# could not spill and took ~130 bytes per paper.
 MERGE_FIXED_BYTES = 600 * 10**6
 MERGE_BYTES_PER_PAPER = 46
 
