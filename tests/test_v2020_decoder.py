@@ -90,7 +90,7 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
 
 def random_record(rng: random.Random, i: int) -> dict[str, Any]:
     """A record ingest accepts: any of the read fields may be null or absent."""
-    record: dict[str, Any] = {"paper_id": f"{i}-{random_text(rng, 2)}" or "x"}
+    record: dict[str, Any] = {"paper_id": f"{i}-{random_text(rng, 2)}"}
 
     def maybe(name: str, value: Any) -> None:
         choice = rng.random()

@@ -47,7 +47,7 @@ def _array(data_type: pa.DataType, n: int, column: tuple) -> pa.Array:
             pa.string(), len(value_offsets) // 4 - 1, [None, value_offsets, data]
         )
         return pa.Array.from_buffers(
-            data_type, n, buffers[:1] + [list_offsets], null_count, children=[values]
+            data_type, n, [buffers[0], list_offsets], null_count, children=[values]
         )
     return pa.Array.from_buffers(data_type, n, buffers, null_count)
 
