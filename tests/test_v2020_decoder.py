@@ -249,3 +249,11 @@ def test_parse_stages_the_same_files_with_and_without_the_decoder(tmp_path, monk
             tmp_path / "exact" / "papers" / name
         ).read_bytes()
     assert pq.read_table(tmp_path / "fast" / "papers").num_rows == 2000
+
+
+def test_scan_lines_matches_numpy(monkeypatch):
+    rng = random.Random(6)
+    texts = [bytes(rng.choices(b"ab \n\t\r", k=rng.randint(0, 12))) for _ in range(5000)]
+    compiled = [ingest.scan_lines(t) for t in texts]
+    monkeypatch.setattr(v2020_decoder, "AVAILABLE", False)
+    assert compiled == [ingest.scan_lines(t) for t in texts]

@@ -566,8 +566,11 @@ def scan_lines(text: bytes | bytearray | memoryview) -> tuple[int, int, bool]:
     """(newlines, offset of the last one or -1, whether a line starts with whitespace).
 
     One numpy pass: counting the newlines and a regex search for a newline followed by
-    whitespace took three times as long (11 against 3.6 ms per 8 MB chunk).
+    whitespace took three times as long (11 against 3.6 ms per 8 MB chunk). The compiled
+    ``v2020_decoder`` does it in ~0.5 ms where it is built.
     """
+    if v2020_decoder.AVAILABLE:
+        return v2020_decoder.scan_lines(text)
     codes = np.frombuffer(text, dtype=np.uint8)
     newlines = np.flatnonzero(codes == _NEWLINE)
     if not newlines.size:

@@ -52,6 +52,11 @@ def _array(data_type: pa.DataType, n: int, column: tuple) -> pa.Array:
     return pa.Array.from_buffers(data_type, n, buffers, null_count)
 
 
+def scan_lines(text: bytes | bytearray | memoryview) -> tuple[int, int, bool]:
+    """``ingest.scan_lines`` in C: one ``memchr`` pass instead of numpy's three."""
+    return _v2020.scan_lines(text)
+
+
 def decode_columns(text: bytes | memoryview, n_lines: int) -> list[pa.Array] | None:
     """The seven staged columns of ``n_lines`` v2020 lines, or None to decode them exactly.
 
