@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from citeval import v2020_decoder
+
 log = logging.getLogger("bench_ingest")
 
 ROOT = Path(__file__).resolve().parent
@@ -47,11 +49,13 @@ class ProcessStats:
     peak_rss_mb: float
 
 
-def run_measured(name: str, argv: list[str], log_path: Path) -> ProcessStats:
+def run_measured(
+    name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None
+) -> ProcessStats:
     """Run ``argv``, wait for it with ``os.wait4`` and return its own rusage."""
     started = time.perf_counter()
     with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=env)
         # wait4 reaps this one child and gives its rusage alone, unlike RUSAGE_CHILDREN,
         # which would mix the parse workers and the merge.
         _, status, usage = os.wait4(process.pid, 0)
@@ -134,13 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     staging = [workdir / "staging" / shard_name(p, i) for i, p in enumerate(inputs)]
     corpus = workdir / "corpus"
     python = [sys.executable, "-m", "citeval.ingest"]
+    ingest_env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # as rules/ingest.smk runs it
     load_before = os.getloadavg()
 
     def parse(job: tuple[Path, Path]) -> ProcessStats:
         source, target = job
         argv = [*python, "parse", "--format", fmt, "--input", str(source)]
         argv += ["--output-dir", str(target), "--max-bad-fraction", "0"]
-        return run_measured(f"parse {source.name}", argv, workdir / "logs" / f"{target.name}.log")
+        log_path = workdir / "logs" / f"{target.name}.log"
+        return run_measured(f"parse {source.name}", argv, log_path, ingest_env)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
@@ -151,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = [*python, "merge", "--staging", *map(str, staging), "--output-dir", str(corpus)]
     argv += ["--rows-per-part", str(args.rows_per_part), "--memory-limit", args.memory_limit]
     argv += ["--threads", str(args.threads), "--on-duplicate", "error"]
-    merge_stats = run_measured("merge", argv, workdir / "logs" / "merge.log")
+    merge_stats = run_measured("merge", argv, workdir / "logs" / "merge.log", ingest_env)
     seconds = time.perf_counter() - started
     log.info("merge: %.1f s", merge_stats.seconds)
 
@@ -185,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             "rows_per_part": args.rows_per_part,
             "format": fmt,
             "density": None if args.inputs else args.density,
+            # The children inherit CITEVAL_PURE_PYTHON, so they decode as this says.
+            "v2020_decoder": "compiled" if v2020_decoder.AVAILABLE else "msgspec",
         },
         "machine": {
             "cpus": os.cpu_count(),

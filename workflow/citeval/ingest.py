@@ -20,11 +20,13 @@ magic bytes — or ``.parquet``) into a staging directory::
 
 ``_line`` is the 1-based line (JSON) or row (parquet) number of the source record; the
 input path is in ``shard.json`` rather than in every row, and ``merge`` numbers the shards
-in the order it is given them, so "first" means (shard order, line). In a v2020 chunk
-whose citation lists are all plain (ids without escapes, brackets, commas or
-whitespace), the lists go to Arrow without becoming Python strings
-(``citeval.json_lists``); any other chunk is decoded in full by msgspec, so the staged
-rows, the counts and the errors are the same either way.
+in the order it is given them, so "first" means (shard order, line). A v2020 chunk goes
+first to the compiled decoder (``citeval.v2020_decoder``, where it is built), which copies
+the fields into Arrow buffers. A chunk it refuses goes to msgspec: when its citation lists
+are all plain (ids without escapes, brackets, commas or whitespace), they go to Arrow
+without becoming Python strings (``citeval.json_lists``); any other chunk is decoded in
+full, record by record where needed. The staged rows, the counts and the errors are the
+same whichever path ran.
 
 Fields read per ``--format`` (every other key is ignored):
 
