@@ -18,6 +18,7 @@ size, and the machine's load (this box is shared: CPU seconds are the steadier f
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import os
@@ -29,8 +30,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-from citeval import v2020_decoder
 
 log = logging.getLogger("bench_ingest")
 
@@ -94,6 +93,17 @@ def synthetic_inputs(num_papers: int, num_shards: int, seed: int, density: str) 
     subprocess.run([*argv, "--no-progress"], check=True)
     log.info("generated in %.1f s", time.perf_counter() - started)
     return expected
+
+
+def v2020_decoder_in_use() -> str:
+    """The decoder the parse children run first (``citeval.v2020_decoder.AVAILABLE``).
+
+    Found without importing pyarrow here, as the synthetic corpus is generated in a child:
+    what this process holds at fork would count in every child's peak RSS.
+    """
+    built = importlib.util.find_spec("citeval._v2020") is not None
+    pure = os.environ.get("CITEVAL_PURE_PYTHON", "") not in ("", "0")
+    return "compiled" if built and not pure else "msgspec"
 
 
 def shard_name(path: Path, index: int) -> str:
@@ -191,8 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows_per_part": args.rows_per_part,
             "format": fmt,
             "density": None if args.inputs else args.density,
-            # The children inherit CITEVAL_PURE_PYTHON, so they decode as this says.
-            "v2020_decoder": "compiled" if v2020_decoder.AVAILABLE else "msgspec",
+            "v2020_decoder": v2020_decoder_in_use(),
         },
         "machine": {
             "cpus": os.cpu_count(),

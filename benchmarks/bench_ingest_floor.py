@@ -3,8 +3,10 @@
 Times, on one thread and per paper, the steps no design of ``citeval.ingest`` can skip:
 
 - ``gunzip``: decompressing the shard (isal, as ``ingest parse`` does);
-- ``json_decode``: decoding its lines into records of the fields ingest reads (msgspec,
-  the same record type, whole chunks at once as ``ingest parse`` does);
+- ``json_decode``: decoding its lines into the fields ingest reads, with the decoder
+  ``ingest parse`` uses first: the compiled one (``citeval.v2020_decoder``, straight to
+  Arrow arrays) where it is built, else msgspec (whole chunks at once into records, not
+  counting their conversion to Arrow);
 - ``encode_papers``: writing the papers table's columns to parquet with the corpus
   options (zstd, dictionaries, statistics), rows sorted by paper_id as in the corpus;
 - ``encode_citations``: writing the citations table (outbound lists, sorted) likewise.
@@ -17,7 +19,7 @@ when present). Building the Arrow arrays and sorting are not timed.
 
     python benchmarks/bench_ingest_floor.py --num-papers 2000000 --num-shards 8
 
-Writes ``benchmarks/out/ingest-floor-<papers>.json``.
+Writes ``benchmarks/out/ingest-floor-<papers>[-<density>].json``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import pyarrow.parquet as pq
 from bench_ingest import OUT, synthetic_inputs
 from isal import igzip
 
+from citeval import v2020_decoder
 from citeval.ingest import (
     CHUNK_BYTES,
     CITATIONS_ROW_GROUP,
@@ -46,8 +49,13 @@ from citeval.ingest import (
     CORPUS_PARQUET_OPTIONS,
     PAPERS_ROW_GROUP,
     PAPERS_SCHEMA,
+    STAGE_PAPERS_SCHEMA,
     V2020Paper,
 )
+from citeval.synth import DENSITIES
+
+# The staged columns the decoders give, without _line.
+DECODED_SCHEMA = pa.schema(list(STAGE_PAPERS_SCHEMA)[:-1])
 
 
 class Timer:
@@ -60,7 +68,36 @@ class Timer:
         self.seconds[step] = self.seconds.get(step, 0.0) + time.thread_time() - started
 
 
-def decoded_chunks(path: Path, timer: Timer) -> list[list[V2020Paper]]:
+def decode(data: bytes, decoder: msgspec.json.Decoder, timer: Timer) -> pa.Table:
+    """One chunk of complete lines as the staged columns; only the decoding is timed."""
+    started = time.thread_time()
+    if v2020_decoder.AVAILABLE:
+        columns = v2020_decoder.decode_columns(data, data.count(b"\n") + (data[-1:] != b"\n"))
+        timer.add("json_decode", started)
+        if columns is None:
+            raise RuntimeError("the compiled decoder refused a chunk of the synthetic corpus")
+        return pa.Table.from_arrays(columns, schema=DECODED_SCHEMA)
+    records = decoder.decode_lines(data)
+    timer.add("json_decode", started)
+    fields = [r.mag_field_of_study or [] for r in records]
+    return pa.Table.from_pylist(
+        [
+            {
+                "paper_id": r.paper_id,
+                "title": r.title,
+                "abstract": r.abstract,
+                "year": r.year,
+                "fields": f,
+                "outbound_citations": r.outbound_citations,
+                "inbound_citations": r.inbound_citations,
+            }
+            for r, f in zip(records, fields, strict=True)
+        ],
+        schema=DECODED_SCHEMA,
+    )
+
+
+def decoded_chunks(path: Path, timer: Timer) -> list[pa.Table]:
     """Every record of one shard, timing decompression and decoding apart."""
     decoder = msgspec.json.Decoder(V2020Paper)
     chunks, rest = [], b""
@@ -74,35 +111,23 @@ def decoded_chunks(path: Path, timer: Timer) -> list[list[V2020Paper]]:
             data = rest + data
             cut = data.rfind(b"\n") + 1
             data, rest = data[:cut], data[cut:]
-            started = time.thread_time()
-            chunks.append(decoder.decode_lines(data))
-            timer.add("json_decode", started)
+            chunks.append(decode(data, decoder, timer))
     if rest.strip():
-        chunks.append(decoder.decode_lines(rest))
+        chunks.append(decode(rest, decoder, timer))
     return chunks
 
 
-def tables(chunks: list[list[V2020Paper]]) -> tuple[pa.Table, pa.Table]:
+def tables(chunks: list[pa.Table]) -> tuple[pa.Table, pa.Table]:
     """(papers, citations) of one shard as the corpus holds them, sorted (not timed)."""
-    records = [r for chunk in chunks for r in chunk]
-    zeros = pa.array([0] * len(records), pa.int32())
+    decoded = pa.concat_tables(chunks).combine_chunks()
+    zeros = pa.array([0] * decoded.num_rows, pa.int32())
     papers = pa.table(
-        [
-            pa.array([r.paper_id for r in records], pa.string()),
-            pa.array([r.title for r in records], pa.string()),
-            pa.array([r.abstract for r in records], pa.string()),
-            pa.array([r.year for r in records], pa.int32()),
-            pa.array([r.mag_field_of_study or [] for r in records], pa.list_(pa.string())),
-            zeros,
-            zeros,
-        ],
+        [*(decoded.column(name) for name in PAPERS_SCHEMA.names[:5]), zeros, zeros],
         schema=PAPERS_SCHEMA,
     )
-    pairs = [(r.paper_id, cited) for r in records for cited in r.outbound_citations or ()]
-    citations = pa.table(
-        [pa.array([p[0] for p in pairs]), pa.array([p[1] for p in pairs])],
-        schema=CITATIONS_SCHEMA,
-    )
+    outbound = decoded.column("outbound_citations").combine_chunks()
+    citing = decoded.column("paper_id").take(pc.list_parent_indices(outbound))
+    citations = pa.table([citing, pc.list_flatten(outbound)], schema=CITATIONS_SCHEMA)
     papers = papers.take(pc.sort_indices(papers, [("paper_id", "ascending")]))
     order = pc.sort_indices(citations, [("citing_id", "ascending"), ("cited_id", "ascending")])
     return papers, citations.take(order)
@@ -124,11 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-papers", type=int, default=2_000_000)
     parser.add_argument("--num-shards", type=int, default=8)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--density", choices=sorted(DENSITIES), default="default")
     parser.add_argument("--shards", type=int, default=2, help="shards measured (of the corpus)")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    inputs = synthetic_inputs(args.num_papers, args.num_shards, args.seed)[: args.shards]
+    inputs = synthetic_inputs(args.num_papers, args.num_shards, args.seed, args.density)
+    inputs = inputs[: args.shards]
+    label = args.num_papers if args.density == "default" else f"{args.num_papers}-{args.density}"
     gc.disable()  # as ingest parse does: the records hold no cycles
     timer = Timer()
     papers = citations = 0
@@ -147,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         "papers": papers,
         "citations": citations,
         "inputs": [str(p) for p in inputs],
+        "json_decoder": "compiled" if v2020_decoder.AVAILABLE else "msgspec",
         "cpu_us_per_paper": per_paper,
         "floor_cpu_us_per_paper": round(floor * 1e6, 2),
         "floor_papers_per_s": {"1_core": round(1 / floor), "2_cores": round(2 / floor)},
@@ -157,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "unix_time": int(time.time()),
     }
-    pipeline = OUT / f"ingest-{args.num_papers}.json"
+    pipeline = OUT / f"ingest-{label}.json"
     if pipeline.is_file():
         measured = json.loads(pipeline.read_text())
         result["pipeline"] = {
@@ -166,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             "papers_per_cpu_s": measured["papers_per_cpu_s"],
             "cpu_us_per_paper": round(1e6 / measured["papers_per_cpu_s"], 2),
         }
-    output = args.output or OUT / f"ingest-floor-{args.num_papers}.json"
+    output = args.output or OUT / f"ingest-floor-{label}.json"
     output.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
     return 0
