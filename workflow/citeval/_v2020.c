@@ -42,8 +42,7 @@ typedef struct {
 
 static int reserve(Buffer *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->len + extra) cap *= 2;
+    size_t cap = b->len + extra > 2 * b->cap ? b->len + extra : 2 * b->cap;
     char *grown = realloc(b->data, cap);
     if (!grown) return -1;
     b->data = grown;
@@ -541,14 +540,15 @@ static int setup(Decoder *d, Py_ssize_t n, size_t text_bytes) {
         StringColumn *s = &d->strings[i];
         ListColumn *l = &d->lists[i];
         if (validity_init(&s->valid, n) || validity_init(&l->valid, n)) return -1;
-        if (reserve(&s->offsets, (size_t)(n + 1) * 4) || reserve(&s->data, text_bytes + BLOCK) ||
-            reserve(&l->list_offsets, (size_t)(n + 1) * 4) || reserve(&l->data, text_bytes + BLOCK) ||
+        size_t offsets = (size_t)(n + 1) * 4, data = text_bytes + BLOCK;
+        if (reserve(&s->offsets, offsets) || reserve(&s->data, data) ||
+            reserve(&l->list_offsets, offsets) || reserve(&l->data, data) ||
             push_i32(&l->value_offsets, 0))
             return -1;
-        memset(s->offsets.data, 0, (size_t)(n + 1) * 4);
-        s->offsets.len = (size_t)(n + 1) * 4;
-        memset(l->list_offsets.data, 0, (size_t)(n + 1) * 4);
-        l->list_offsets.len = (size_t)(n + 1) * 4;
+        memset(s->offsets.data, 0, offsets);
+        s->offsets.len = offsets;
+        memset(l->list_offsets.data, 0, offsets);
+        l->list_offsets.len = offsets;
     }
     if (validity_init(&d->year.valid, n) || reserve(&d->year.values, (size_t)n * 4)) return -1;
     memset(d->year.values.data, 0, (size_t)n * 4);
