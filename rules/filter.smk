@@ -26,7 +26,8 @@ rule prefilter:
         f"{BENCHMARKS}/prefilter.tsv"
     threads: 2
     resources:
-        mem_mb=3000,
+        # --memory-limit bounds DuckDB (3/4 of it) and the process; headroom as for merge.
+        mem_mb=max(3000, int(1.5 * memory_bytes(config["ingest"]["memory_limit"]) / 1e6)),
         runtime=60,
     shell:
         "python -m citeval.filter --papers {input}/papers --output {output.papers} "

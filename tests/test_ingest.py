@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from citeval import ingest, v2020_decoder
+from citeval import cli, ingest, v2020_decoder
 from citeval.errors import InputDataError
 from citeval.ingest import main, merge_staging, parse_shard
 
@@ -747,7 +747,9 @@ def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, 
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     staging = tmp_path / "staging"
     parse_shard(path, "s2orc_v2020", staging)
-    monkeypatch.setattr(ingest, "DUCKDB_MIN_MEMORY", 2**20)  # lets DuckDB have 1 MiB
+    # Lets DuckDB have 1 MiB: in merge's budget (cli) and in its later limits (ingest).
+    monkeypatch.setattr(cli, "DUCKDB_MIN_MEMORY", 2**20)
+    monkeypatch.setattr(ingest, "DUCKDB_MIN_MEMORY", 2**20)
     argv = ["merge", "--staging", str(staging), "--output-dir", str(tmp_path / "corpus")]
     assert main([*argv, "--memory-limit", "1.4MB"]) == 2
     error = capsys.readouterr().err

@@ -45,6 +45,18 @@ def memory_bytes(text: str) -> int:
     return int(float(match.group(1)) * _MEMORY_UNITS[match.group(2)])
 
 
+# Share of a stage's --memory-limit handed to DuckDB; the rest covers what DuckDB does not
+# count: the Python process, and the Arrow batches and parquet row groups in flight.
+DUCKDB_MEMORY_SHARE = 0.75
+DUCKDB_MIN_MEMORY = 128 * 2**20
+
+
+def duckdb_memory_bytes(limit: str) -> int:
+    """DuckDB's memory budget in bytes for a whole-process budget like ``2GB`` or ``1.5 GiB``."""
+    total = memory_bytes(limit)
+    return max(DUCKDB_MIN_MEMORY, int(total * DUCKDB_MEMORY_SHARE / 2**20) * 2**20)
+
+
 def memory_size(text: str) -> str:
     """argparse type for a memory size (see :func:`memory_bytes`); returns it unchanged."""
     try:

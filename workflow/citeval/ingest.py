@@ -129,7 +129,14 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from citeval import v2020_decoder
-from citeval.cli import memory_bytes, memory_size, positive_int, run_cli
+from citeval.cli import (
+    DUCKDB_MIN_MEMORY,
+    duckdb_memory_bytes,
+    memory_bytes,
+    memory_size,
+    positive_int,
+    run_cli,
+)
 from citeval.errors import InputDataError, ResourceError
 from citeval.io import PARQUET_OPTIONS, atomic_path
 from citeval.json_lists import plain_string_lists
@@ -1903,12 +1910,6 @@ class Merger:
         self.con.close()
 
 
-# Share of --memory-limit handed to DuckDB; the rest covers what DuckDB does not count:
-# the Arrow batches in flight and the parquet writers' row groups (two tables at once).
-DUCKDB_MEMORY_SHARE = 0.75
-DUCKDB_MIN_MEMORY = 128 * 2**20
-
-
 # Share of DuckDB's memory that the rows of one written pid range may take: its sort
 # needs about as much again, and the join tables sit beside it.
 RANGE_MEMORY_SHARE = 0.25
@@ -1918,12 +1919,6 @@ RANGE_MEMORY_SHARE = 0.25
 # the same ranges alone, against 17-19 s for one partitioning pass (this one: 16.6 s for
 # 65 ranges; DuckDB's partitioned COPY: 19 s), and both costs grow with the input.
 MAX_RANGES = 32
-
-
-def duckdb_memory_bytes(limit: str) -> int:
-    """DuckDB's memory budget in bytes for a whole-process budget like ``2GB`` or ``1.5 GiB``."""
-    total = memory_bytes(limit)
-    return max(DUCKDB_MIN_MEMORY, int(total * DUCKDB_MEMORY_SHARE / 2**20) * 2**20)
 
 
 def pid_ranges(n_papers: int, table_bytes: int, memory_bytes: int) -> list[tuple[int, int]]:
