@@ -223,6 +223,9 @@ def test_line_count_must_match():
     assert native_rows(text, 1) is None
     assert native_rows(text, 3) is None
     assert native_rows(b'{"paper_id": "a"}\n\n{"paper_id": "b"}\n', 3) is None  # blank line
+    # A count no chunk of this size can hold is refused before anything is sized by it.
+    assert v2020_decoder.decode_columns(b'{"paper_id": "a"}', 2**62) is None
+    assert v2020_decoder.decode_columns(b"", 1) is None
 
 
 @needs_extension

@@ -617,8 +617,10 @@ static PyObject *decode(PyObject *module, PyObject *args) {
     memset(&d, 0, sizeof d);
     d.end = (const char *)chunk.buf + chunk.len;
     int status = 0;
-    /* int32 offsets: a chunk past 2 GiB is left to the exact path. */
-    if (n_lines > 0 && chunk.len <= INT32_MAX) {
+    /* int32 offsets: a chunk past 2 GiB is left to the exact path. Every line holds at
+     * least a byte but the last, so a count past that is wrong: refused before setup
+     * sizes anything by it. */
+    if (n_lines > 0 && n_lines <= chunk.len + 1 && chunk.len <= INT32_MAX) {
         status = setup(&d, n_lines, (size_t)chunk.len) ? -1 : 1;
         if (status == 1) {
             Py_BEGIN_ALLOW_THREADS
