@@ -267,3 +267,14 @@ def test_scan_lines_matches_numpy(monkeypatch):
     compiled = [ingest.scan_lines(t) for t in texts]
     monkeypatch.setattr(v2020_decoder, "AVAILABLE", False)
     assert compiled == [ingest.scan_lines(t) for t in texts]
+
+
+def test_parse_says_when_it_decodes_with_msgspec_alone(tmp_path, monkeypatch, caplog):
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"paper_id": "a"}\n')
+    monkeypatch.setattr(v2020_decoder, "AVAILABLE", False)
+    monkeypatch.setattr(v2020_decoder, "BUILT", False)
+    with caplog.at_level("INFO", logger="citeval.ingest"):
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "citeval._v2020 is not built" in warnings[0].getMessage()

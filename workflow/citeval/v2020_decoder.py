@@ -22,7 +22,8 @@ try:
 except ImportError:  # built optionally: ingest then decodes with msgspec alone
     _v2020 = None
 
-AVAILABLE = _v2020 is not None and os.environ.get("CITEVAL_PURE_PYTHON", "") in ("", "0")
+BUILT = _v2020 is not None
+AVAILABLE = BUILT and os.environ.get("CITEVAL_PURE_PYTHON", "") in ("", "0")
 
 # The staged papers columns the decoder fills, in STAGE_PAPERS_SCHEMA order.
 COLUMN_TYPES = (
