@@ -734,10 +734,10 @@ def test_merge_refuses_staging_of_another_format(tmp_path):
 
 
 def test_memory_limit_leaves_headroom_for_arrow():
-    assert ingest.duckdb_memory_bytes("2GB") == int(2e9 * 0.75 / 2**20) * 2**20
-    assert ingest.duckdb_memory_bytes("1 GiB") == 768 * 2**20
+    assert cli.duckdb_memory_bytes("2GB") == int(2e9 * 0.75 / 2**20) * 2**20
+    assert cli.duckdb_memory_bytes("1 GiB") == 768 * 2**20
     with pytest.raises(ValueError, match="not like"):
-        ingest.duckdb_memory_bytes("lots")
+        cli.duckdb_memory_bytes("lots")
     with pytest.raises(SystemExit):
         main(["merge", "--staging", "x", "--output-dir", "y", "--memory-limit", "2 bananas"])
 
@@ -747,9 +747,7 @@ def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, 
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     staging = tmp_path / "staging"
     parse_shard(path, "s2orc_v2020", staging)
-    # Lets DuckDB have 1 MiB: in merge's budget (cli) and in its later limits (ingest).
-    monkeypatch.setattr(cli, "DUCKDB_MIN_MEMORY", 2**20)
-    monkeypatch.setattr(ingest, "DUCKDB_MIN_MEMORY", 2**20)
+    monkeypatch.setattr(cli, "DUCKDB_MIN_MEMORY", 2**20)  # lets DuckDB have 1 MiB
     argv = ["merge", "--staging", str(staging), "--output-dir", str(tmp_path / "corpus")]
     assert main([*argv, "--memory-limit", "1.4MB"]) == 2
     error = capsys.readouterr().err

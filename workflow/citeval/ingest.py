@@ -128,15 +128,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from citeval import v2020_decoder
-from citeval.cli import (
-    DUCKDB_MIN_MEMORY,
-    duckdb_memory_bytes,
-    memory_bytes,
-    memory_size,
-    positive_int,
-    run_cli,
-)
+from citeval import cli, v2020_decoder
+from citeval.cli import memory_bytes, memory_size, positive_int, run_cli
 from citeval.errors import InputDataError, ResourceError
 from citeval.io import PARQUET_OPTIONS, atomic_path
 from citeval.json_lists import plain_string_lists
@@ -1304,7 +1297,7 @@ class Merger:
                 "preserve_insertion_order": False,
             }
         )
-        self.memory_bytes = self.limit_duckdb(duckdb_memory_bytes(memory_limit))
+        self.memory_bytes = self.limit_duckdb(cli.duckdb_memory_bytes(memory_limit))
         self.con.execute("SET enable_progress_bar = false")
         self.counts: dict[str, int] = {}
         self.examples: dict[str, list[Any]] = {}
@@ -1708,8 +1701,8 @@ class Merger:
         return int(characters) + 4 * (self.n_papers + 1) + 8 * self.n_papers
 
     def limit_duckdb(self, memory_bytes: int) -> int:
-        """Set DuckDB's memory limit (at least ``DUCKDB_MIN_MEMORY``); return it."""
-        memory_bytes = max(DUCKDB_MIN_MEMORY, memory_bytes)
+        """Set DuckDB's memory limit (at least ``cli.DUCKDB_MIN_MEMORY``); return it."""
+        memory_bytes = max(cli.DUCKDB_MIN_MEMORY, memory_bytes)
         self.con.execute(f"SET memory_limit = '{memory_bytes // 2**20}MiB'")
         return memory_bytes
 
@@ -1873,7 +1866,7 @@ class Merger:
         concurrent = min(self.threads, n_parts)
         while concurrent > 1 and concurrent * writer_bytes > self.memory_bytes // 2:
             concurrent -= 1
-        budget = max(DUCKDB_MIN_MEMORY, self.memory_bytes - concurrent * writer_bytes)
+        budget = max(cli.DUCKDB_MIN_MEMORY, self.memory_bytes - concurrent * writer_bytes)
         ranges = pid_ranges(self.n_papers, table_bytes, budget // concurrent)
         if len(ranges) > MAX_RANGES:  # before the writers start: with all of the budget
             self.partition_papers(ranges[0][1] - ranges[0][0], len(ranges))
