@@ -15,7 +15,8 @@ Their sum is what a paper costs before any staging, deduplication, id resolution
 sorting (the cyclic GC is off, as in ``ingest parse``); ``floor_papers_per_s`` is what
 two cores would reach if that were all. Compare
 with ``papers_per_cpu_s`` of ``bench_ingest.py`` on the same corpus (read from its JSON
-when present). Building the Arrow arrays and sorting are not timed.
+when present). Sorting is not timed, nor is building the Arrow arrays from msgspec's
+records (the compiled decoder builds them as it decodes, so there they are timed).
 
     python benchmarks/bench_ingest_floor.py --num-papers 2000000 --num-shards 8
 

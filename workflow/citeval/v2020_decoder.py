@@ -38,19 +38,18 @@ COLUMN_TYPES = (
 
 
 def _array(data_type: pa.DataType, n: int, column: tuple) -> pa.Array:
-    validity, null_count, *buffers = column
-    buffers = [None if validity is None else pa.py_buffer(validity)] + [
-        pa.py_buffer(b) for b in buffers
-    ]
+    validity, null_count, *data = column
+    validity = None if validity is None else pa.py_buffer(validity)
+    data = [pa.py_buffer(b) for b in data]
     if pa.types.is_list(data_type):
-        list_offsets, value_offsets, data = buffers[1:]
+        list_offsets, value_offsets, strings = data
         values = pa.Array.from_buffers(
-            pa.string(), len(value_offsets) // 4 - 1, [None, value_offsets, data]
+            pa.string(), len(value_offsets) // 4 - 1, [None, value_offsets, strings]
         )
         return pa.Array.from_buffers(
-            data_type, n, [buffers[0], list_offsets], null_count, children=[values]
+            data_type, n, [validity, list_offsets], null_count, children=[values]
         )
-    return pa.Array.from_buffers(data_type, n, buffers, null_count)
+    return pa.Array.from_buffers(data_type, n, [validity, *data], null_count)
 
 
 def scan_lines(text: bytes | bytearray | memoryview) -> tuple[int, int, bool]:
