@@ -491,20 +491,48 @@ def test_pid_ranges_cover_every_pid_once():
     assert (ranges[0][0], ranges[-1][1]) == (0, 10)
 
 
-def test_write_behind_raises_the_writers_error_without_hanging():
+def test_cut_at_parts_slices_batches_where_parts_end():
+    batches = [
+        pa.record_batch({"x": list(range(0, 4))}),
+        pa.record_batch({"x": list(range(4, 11))}),
+    ]
+    pieces = list(ingest.cut_at_parts(batches, 5, first_row=10))
+    assert [(part, piece["x"].to_pylist()) for part, piece in pieces] == [
+        (2, [0, 1, 2, 3]),
+        (2, [4]),
+        (3, [5, 6, 7, 8, 9]),
+        (4, [10]),
+    ]
+    assert list(ingest.cut_at_parts([], 5)) == []
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_write_behind_gives_each_part_its_rows_in_order(workers):
+    batches = (pa.record_batch({"x": list(range(i, i + 3))}) for i in range(0, 30, 3))
+
+    def write_part(part, received):
+        return part, [x for batch in received for x in batch["x"].to_pylist()]
+
+    written = ingest.write_behind(ingest.cut_at_parts(batches, 7), write_part, workers)
+    assert written == [(k, list(range(7 * k, min(7 * k + 7, 30)))) for k in range(5)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_write_behind_raises_the_writers_error_without_hanging(workers):
     produced = []
 
-    def batches():
+    def pieces():
         for i in range(10):
             produced.append(i)
-            yield pa.record_batch({"x": [i]})
+            yield i // 2, pa.record_batch({"x": [i]})
 
-    def write(batch):
-        if batch["x"][0].as_py() == 2:
-            raise OSError("disk full")
+    def write_part(part, received):
+        for batch in received:
+            if batch["x"][0].as_py() == 4:
+                raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        ingest.write_behind(batches(), write)
+        ingest.write_behind(pieces(), write_part, workers)
     assert len(produced) < 10  # the producer stopped early
 
 

@@ -116,10 +116,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -134,6 +134,7 @@ from citeval.errors import InputDataError, ResourceError
 from citeval.io import PARQUET_OPTIONS, atomic_path
 from citeval.json_lists import plain_string_lists
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 FORMATS = ("s2orc_v2020", "s2ag-papers", "s2ag-abstracts", "s2ag-citations", "parquet")
@@ -1717,29 +1718,44 @@ class Merger:
         what: str,
         prepare: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
         concurrent: int = 1,
+        part_writers: int = 1,
     ) -> WrittenTable:
         """Write the batches ``produce(cursor, lo, hi)`` yields for each pid range, in order.
 
-        Each group is (number of its first part, its pid ranges): its ranges are written in
-        order into its own run of parts, on its own DuckDB cursor, with the parquet
-        encoding on a second thread (``write_behind``). Up to ``concurrent`` groups run at
+        Each group is (number of its first part, its pid ranges): its ranges are produced
+        in order on its own DuckDB cursor, and its rows fill its parts from that one on.
+        The parquet encoding runs behind the producer, on up to ``part_writers`` threads
+        per group, one part each (``write_behind``). Up to ``concurrent`` groups run at
         once: a single encoder thread is what bounds the papers table (2M papers: ~9 CPU-s
         of page encoding and zstd). Rows arrive sorted and row groups are cut at fixed
-        sizes from the start of each part, so the files do not depend on the grouping.
-        ``prepare`` turns each batch into ``schema`` on the writing thread, where its work
-        overlaps with the producer's, one row group's worth of rows at a time.
+        sizes from the start of each part, so the files do not depend on the grouping or
+        on the threads. ``prepare`` turns each batch into ``schema`` on the writing
+        thread, where its work overlaps with the producer's, one row group's worth of
+        rows at a time.
         """
         started = time.perf_counter()
 
-        def write_group(first_part: int, ranges: Sequence[tuple[int, int]]) -> PartWriter:
+        def write_part(part: int, batches: Iterable[pa.RecordBatch]) -> PartWriter:
             writer = PartWriter(
                 directory,
                 schema,
                 rows_per_part=rows_per_part,
                 row_group_size=row_group,
                 options=CORPUS_PARQUET_OPTIONS[what],
-                first_part=first_part,
+                first_part=part,
             )
+            for batch in batches:
+                if prepare is None:
+                    writer.write(batch)
+                    continue
+                # A row group at a time: what ``prepare`` makes may be several times
+                # larger than its input (citations: 8 bytes of pids become ~30 of ids).
+                for offset in range(0, batch.num_rows, row_group):
+                    writer.write(prepare(batch.slice(offset, row_group)))
+            writer.close()
+            return writer
+
+        def write_group(first_part: int, ranges: Sequence[tuple[int, int]]) -> list[PartWriter]:
             # Tables live in the main schema (not TEMP), so every cursor sees them.
             with self.con.cursor() as cursor:
 
@@ -1751,21 +1767,16 @@ class Merger:
                             bar.update(batch.num_rows)
                             yield batch
 
-                def write_prepared(batch: pa.RecordBatch) -> None:
-                    # A row group at a time: what ``prepare`` makes may be several times
-                    # larger than its input (citations: 8 bytes of pids become ~30 of ids).
-                    for offset in range(0, batch.num_rows, row_group):
-                        writer.write(prepare(batch.slice(offset, row_group)))
-
-                write_behind(batches(), write_prepared if prepare else writer.write)
-            writer.close()
-            return writer
+                pieces = cut_at_parts(batches(), rows_per_part, first_part * rows_per_part)
+                return write_behind(pieces, write_part, part_writers)
 
         with (
             tqdm(unit="rows", desc=f"write {what}", mininterval=5, leave=False) as bar,
             ThreadPoolExecutor(max_workers=max(1, min(concurrent, len(groups)))) as pool,
         ):
-            writers = list(pool.map(lambda group: write_group(*group), groups))
+            writers = [w for group in pool.map(lambda g: write_group(*g), groups) for w in group]
+        if not writers:  # an empty table still gets one (empty) part, so globs match
+            writers = [write_part(0, [])]
         written = WrittenTable.of(writers)
         log.info(
             "merge: wrote %d %s rows in %d parts from %d pid ranges (%.1f s)",
@@ -1827,6 +1838,7 @@ class Merger:
             CITATIONS_ROW_GROUP,
             "citations",
             prepare=to_ids,
+            part_writers=self.threads,
         )
         self.counts["citation_edges_distinct"] = distinct + self.dangling + self.dangling_self
         self.counts["self_citations"] = self_citations + self.dangling_self
@@ -1994,40 +2006,71 @@ def split_at_parts(
     return sorted(groups.items())
 
 
-def write_behind(
-    batches: Iterable[pa.RecordBatch], write: Callable[[pa.RecordBatch], None]
-) -> None:
-    """Call ``write`` on each batch on a second thread while the next one is produced.
+def cut_at_parts(
+    batches: Iterable[pa.RecordBatch], rows_per_part: int, first_row: int = 0
+) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(part number, slice) for the rows of ``batches``, the first of them being row
+    ``first_row`` of the table: each batch is sliced where a part ends."""
+    row = first_row
+    for batch in batches:
+        start = 0
+        while start < batch.num_rows:
+            part = row // rows_per_part
+            size = min(batch.num_rows - start, (part + 1) * rows_per_part - row)
+            yield part, batch.slice(start, size)
+            start += size
+            row += size
 
-    DuckDB (join, sort) and the parquet encoder (zstd) both release the GIL, so on two
-    cores the two overlap. One queued batch bounds the extra memory. After a failed write
-    the rest is drained unwritten, so the producer never blocks on a dead consumer.
+
+def write_behind(
+    pieces: Iterable[tuple[int, pa.RecordBatch]],
+    write_part: Callable[[int, Iterable[pa.RecordBatch]], T],
+    workers: int = 1,
+) -> list[T]:
+    """Call ``write_part(part, its batches)`` on other threads, one call per part, while
+    the next pieces are produced; return the results in part order.
+
+    ``pieces`` is ``(part number, batch)`` in order, as ``cut_at_parts`` gives. Up to
+    ``workers`` parts are written at once: every part is a file of its own, so two can
+    be encoded side by side. DuckDB (join, sort), Arrow and the parquet encoder (zstd)
+    release the GIL, so on two cores they overlap. One queued batch per part bounds the
+    extra memory. After a failed write the rest of that part is drained unwritten and
+    the producer stops, so it never blocks on a dead consumer.
     """
-    pending: queue.Queue[pa.RecordBatch | None] = queue.Queue(maxsize=1)
     failed = threading.Event()
 
-    def consume() -> None:
-        error: BaseException | None = None
-        while (batch := pending.get()) is not None:
-            if error is None:
-                try:
-                    write(batch)
-                except BaseException as caught:  # re-raised below, in the caller's thread
-                    error = caught
-                    failed.set()
-        if error is not None:
-            raise error
+    def consume(part: int, pending: queue.Queue[pa.RecordBatch | None]) -> T:
+        def batches() -> Iterator[pa.RecordBatch]:
+            while (batch := pending.get()) is not None:
+                yield batch
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        consumer = pool.submit(consume)
+        received = batches()
         try:
-            for batch in batches:
+            return write_part(part, received)
+        except BaseException:  # re-raised below, in the caller's thread
+            failed.set()
+            for _ in received:
+                pass
+            raise
+
+    futures: list[Future[T]] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pending: queue.Queue[pa.RecordBatch | None] | None = None
+        current = None
+        try:
+            for part, batch in pieces:
                 if failed.is_set():
                     break
+                if part != current:
+                    if pending is not None:
+                        pending.put(None)
+                    pending, current = queue.Queue(maxsize=1), part
+                    futures.append(pool.submit(consume, part, pending))
                 pending.put(batch)
         finally:
-            pending.put(None)
-        consumer.result()
+            if pending is not None:
+                pending.put(None)
+        return [future.result() for future in futures]
 
 
 def _sum(reports: Iterable[dict[str, Any]], key: str) -> int:
