@@ -517,6 +517,19 @@ def test_write_behind_gives_each_part_its_rows_in_order(workers):
     assert written == [(k, list(range(7 * k, min(7 * k + 7, 30)))) for k in range(5)]
 
 
+def test_write_behind_drains_what_a_writer_leaves_unread():
+    pieces = ((i // 3, pa.record_batch({"x": [i]})) for i in range(9))
+    firsts = ingest.write_behind(pieces, lambda part, received: next(iter(received)), 1)
+    assert [batch["x"][0].as_py() for batch in firsts] == [0, 3, 6]
+
+
+def test_write_behind_refuses_parts_out_of_order():
+    pieces = [(0, pa.record_batch({"x": [0]})), (1, pa.record_batch({"x": [1]}))]
+    pieces.append((0, pa.record_batch({"x": [2]})))
+    with pytest.raises(ValueError, match="part 0 comes after part 1"):
+        ingest.write_behind(pieces, lambda part, received: list(received), 2)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_write_behind_raises_the_writers_error_without_hanging(workers):
     produced = []

@@ -1725,9 +1725,11 @@ class Merger:
         Each group is (number of its first part, its pid ranges): its ranges are produced
         in order on its own DuckDB cursor, and its rows fill its parts from that one on.
         The parquet encoding runs behind the producer, on up to ``part_writers`` threads
-        per group, one part each (``write_behind``). Up to ``concurrent`` groups run at
-        once: a single encoder thread is what bounds the papers table (2M papers: ~9 CPU-s
-        of page encoding and zstd). Rows arrive sorted and row groups are cut at fixed
+        per group, one part each (``write_behind``), so up to ``concurrent *
+        part_writers`` encoders in all. The papers table runs ``concurrent`` groups of
+        one part each, as one encoder thread per producer is what bounds it (2M papers:
+        ~9 CPU-s of page encoding and zstd); the citations table has one producer and
+        ``part_writers`` encoders. Rows arrive sorted and row groups are cut at fixed
         sizes from the start of each part, so the files do not depend on the grouping or
         on the threads. ``prepare`` turns each batch into ``schema`` on the writing
         thread, where its work overlaps with the producer's, one row group's worth of
@@ -1838,7 +1840,10 @@ class Merger:
             CITATIONS_ROW_GROUP,
             "citations",
             prepare=to_ids,
-            part_writers=self.threads,
+            # Two encoders already outpace the one sorting thread (2M papers: 3.9 s for
+            # the step against 4.6-5.0 with one), and each holds a few row groups of id
+            # strings (~30 MB per million rows), so more threads would add memory only.
+            part_writers=min(self.threads, 2),
         )
         self.counts["citation_edges_distinct"] = distinct + self.dangling + self.dangling_self
         self.counts["self_citations"] = self_citations + self.dangling_self
@@ -2030,12 +2035,14 @@ def write_behind(
     """Call ``write_part(part, its batches)`` on other threads, one call per part, while
     the next pieces are produced; return the results in part order.
 
-    ``pieces`` is ``(part number, batch)`` in order, as ``cut_at_parts`` gives. Up to
-    ``workers`` parts are written at once: every part is a file of its own, so two can
-    be encoded side by side. DuckDB (join, sort), Arrow and the parquet encoder (zstd)
-    release the GIL, so on two cores they overlap. One queued batch per part bounds the
-    extra memory. After a failed write the rest of that part is drained unwritten and
-    the producer stops, so it never blocks on a dead consumer.
+    ``pieces`` is ``(part number, batch)`` with part numbers rising, as ``cut_at_parts``
+    gives. Up to ``workers`` parts are written at once: every part is a file of its own,
+    so two can be encoded side by side. DuckDB (join, sort), Arrow and the parquet
+    encoder (zstd) release the GIL, so on two cores they overlap. At most ``workers + 2``
+    batches are held: one per writer, one queued for the part being produced and the one
+    in the producer's hand. Whatever ``write_part`` leaves unread is drained, so the
+    producer never blocks on a finished or failed writer; after a failure the producer
+    stops, and the parts already started are finished.
     """
     failed = threading.Event()
 
@@ -2049,9 +2056,10 @@ def write_behind(
             return write_part(part, received)
         except BaseException:  # re-raised below, in the caller's thread
             failed.set()
+            raise
+        finally:
             for _ in received:
                 pass
-            raise
 
     futures: list[Future[T]] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -2062,6 +2070,8 @@ def write_behind(
                 if failed.is_set():
                     break
                 if part != current:
+                    if current is not None and part < current:
+                        raise ValueError(f"part {part} comes after part {current}")
                     if pending is not None:
                         pending.put(None)
                     pending, current = queue.Queue(maxsize=1), part
