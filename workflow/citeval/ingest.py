@@ -87,9 +87,11 @@ Whatever the limit, merge holds about 600 MB + 46 bytes per paper
   so the same staging input gives byte-identical files; ``ingest_report.json`` holds the
   inputs, every shard report and the totals. The output directory appears atomically.
 - Each table is written in consecutive pid ranges sized to a quarter of DuckDB's memory,
-  however many that makes, so a sort holds one range rather than the table; a second
-  thread encodes and compresses one batch while DuckDB produces the next. Papers ranges
-  read the staging once each; past ``MAX_RANGES`` ranges the papers are first written
+  however many that makes, so a sort holds one range rather than the table. The parquet
+  encoding runs on other threads while the next rows are produced: one per papers part
+  (up to ``--threads`` parts at once, as the budget allows), and for the citations up to
+  two parts at once, ``min(--threads, 2)``, while numpy sorts the next citing range.
+  Papers ranges read the staging once each; past ``MAX_RANGES`` ranges the papers are first written
   out once, one Arrow file per range, instead.
 - DuckDB resolves the edge ends to pids (one row per edge read, one kind of edge at a
   time), and the rows go straight out to one file of sort keys per citing range, so no
@@ -1818,9 +1820,9 @@ class Merger:
             # np.add.at took 6 s for 25M pids; unique pids can be added to directly.
             cited_pids, times = np.unique(cited, return_counts=True)
             self.n_cited_by[cited_pids] += times.astype(np.int32)
-            # One batch per range: the writing thread looks up and encodes this range
-            # while the next one is sorted here (batches of a row group each left the
-            # two threads taking turns: 10 s instead of 6).
+            # One batch per range: the part writers look up and encode this range's
+            # parts while the next range is sorted here (batches of a row group each
+            # left the threads taking turns: 10 s instead of 6).
             yield pa.RecordBatch.from_arrays(
                 [pa.array(citing), pa.array(cited)], names=["citing", "cited"]
             )
@@ -2037,7 +2039,7 @@ def write_behind(
 
     ``pieces`` is ``(part number, batch)`` with part numbers rising, as ``cut_at_parts``
     gives. Up to ``workers`` parts are written at once: every part is a file of its own,
-    so two can be encoded side by side. DuckDB (join, sort), Arrow and the parquet
+    so they can be encoded side by side. DuckDB (join, sort), Arrow and the parquet
     encoder (zstd) release the GIL, so on two cores they overlap. At most ``workers + 2``
     batches are held: one per writer, one queued for the part being produced and the one
     in the producer's hand. Whatever ``write_part`` leaves unread is drained, so the
@@ -2284,7 +2286,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=positive_int,
         default=2,
-        help="DuckDB threads, and at most how many papers parts are written at once (default 2)",
+        help=(
+            "DuckDB threads, and at most how many papers parts (and up to 2 citations "
+            "parts) are written at once (default 2)"
+        ),
     )
     merge.add_argument(
         "--temp-dir", default=None, help="where DuckDB spills (default: next to the output)"
