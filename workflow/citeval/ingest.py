@@ -91,8 +91,8 @@ Whatever the limit, merge holds about 600 MB + 46 bytes per paper
   encoding runs on other threads while the next rows are produced: one per papers part
   (up to ``--threads`` parts at once, as the budget allows), and for the citations up to
   two parts at once, ``min(--threads, 2)``, while numpy sorts the next citing range.
-  Papers ranges read the staging once each; past ``MAX_RANGES`` ranges the papers are first written
-  out once, one Arrow file per range, instead.
+  Papers ranges read the staging once each; past ``MAX_RANGES`` ranges the papers are
+  first written out once, one Arrow file per range, instead.
 - DuckDB resolves the edge ends to pids (one row per edge read, one kind of edge at a
   time), and the rows go straight out to one file of sort keys per citing range, so no
   range rescans them. Each citing range is then sorted, deduplicated and counted in
