@@ -39,11 +39,16 @@ def test_the_extension_is_built_where_a_compiler_is():
     assert v2020_decoder._v2020 is not None, "reinstall with: pip install --no-deps -e ."
 
 
+def count_lines(text: bytes) -> int:
+    """Lines in ``text``, the last one with or without its newline."""
+    return text.count(b"\n") + (not text.endswith(b"\n"))
+
+
 def exact_rows(text: bytes) -> list[tuple] | None:
     """What the exact path stages for each line, or None if any line fails to decode."""
     decode = msgspec.json.Decoder(V2020Paper).decode
     rows = []
-    for line in text.split(b"\n")[: text.count(b"\n") + (not text.endswith(b"\n"))]:
+    for line in text.split(b"\n")[: count_lines(text)]:
         try:
             r = decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
@@ -58,7 +63,7 @@ def exact_rows(text: bytes) -> list[tuple] | None:
 
 def native_rows(text: bytes, n_lines: int | None = None) -> list[tuple] | None:
     if n_lines is None:
-        n_lines = text.count(b"\n") + (not text.endswith(b"\n"))
+        n_lines = count_lines(text)
     columns = v2020_decoder.decode_columns(text, n_lines)
     if columns is None:
         return None

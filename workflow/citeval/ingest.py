@@ -806,7 +806,7 @@ def stage_v2020_native(chunk: LineChunk, out: StagingWriters) -> bool:
     report.missing_title += titles.null_count
     report.missing_abstract += abstracts.null_count
     report.missing_year += years.null_count
-    report.edges_written += len(outbound.values) + len(inbound.values)
+    report.edges_written += _n_items(outbound) + _n_items(inbound)
     lines = pa.array(chunk.line_numbers)
     out.papers.write(pa.RecordBatch.from_arrays([*columns, lines], schema=STAGE_PAPERS_SCHEMA))
     return True
