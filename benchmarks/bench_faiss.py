@@ -38,8 +38,8 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from citeval.embeddings import EmbeddingStore
 from citeval.faiss_index import (
-    EmbeddingStore,
     IndexSpec,
     build_index,
     exact_search_streaming,

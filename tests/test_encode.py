@@ -15,11 +15,10 @@ import torch
 from conftest import TINY_WORDS
 from transformers import AutoTokenizer, BertModel
 
-from citeval import encode as encode_module
+from citeval.embeddings import IDS_SUFFIX, ids_path_for
 from citeval.encode import (
     encode_shard,
     encode_shards,
-    ids_path_for,
     main,
     shard_bounds,
 )
@@ -534,4 +533,4 @@ def test_missing_paper_and_unsorted_ids_are_reported(tmp_path: Path, tiny_bert_d
     write_parquet(pa.table({"paper_id": [p["paper_id"] for p in papers]}), ids_file)
     with pytest.raises(InputDataError, match="not sorted by paper_id"):
         encode_shard(spec, papers_dir, ids_file, 0, 1, tmp_path / "c" / "shard-00000.npy")
-    assert encode_module.IDS_SUFFIX == ".ids.parquet"
+    assert IDS_SUFFIX == ".ids.parquet"

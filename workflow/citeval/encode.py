@@ -12,10 +12,11 @@ scanned batch. The corpus is never loaded whole: memory is one scan batch, DuckD
 buffers (bounded by ``--memory-limit``) and two chunks (one encoding, one prefetched),
 whatever the shard size.
 
-Outputs (docs/contracts.md, ``embeddings/``): ``shard-IIIII.ids.parquet`` is written first
-and ``shard-IIIII.npy`` (float16) last, both atomically, so the ``.npy`` marks a finished
-shard; a shard whose ``.npy`` exists is skipped. Vectors are stored as the encoder returns
-them: L2-normalised for ``similarity: cosine``, raw for ``ip`` and ``l2``.
+Outputs (docs/contracts.md, ``embeddings/``, written by :func:`citeval.embeddings.write_shard`):
+``shard-IIIII.ids.parquet`` is written first and ``shard-IIIII.npy`` (float16) last, both
+atomically, so the ``.npy`` marks a finished shard; a shard whose ``.npy`` exists is
+skipped. Vectors are stored as the encoder returns them: L2-normalised for
+``similarity: cosine``, raw for ``ip`` and ``l2``.
 
 Resume within a shard: each chunk of ``--chunk-size`` papers is checkpointed under
 ``.partial/shard-IIIII/`` next to the output. A killed job restarts after its last finished
@@ -48,16 +49,17 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from citeval.cli import run_cli
+from citeval.embeddings import IDS_SUFFIX, ids_path_for, ids_schema, shard_name, write_shard
 from citeval.errors import CitevalError, ConfigError, InputDataError
-from citeval.io import PARQUET_OPTIONS, atomic_path, write_json, write_parquet
+from citeval.io import atomic_path, write_json, write_parquet
 from citeval.models import DEVICES, Encoded, Encoder, ModelSpec, load_encoder, load_model_specs
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_SIZE = 10_000
-# Rows per Arrow batch of the corpus range scan (title + abstract: ~1.5 KB a row).
+# Rows per Arrow batch of the corpus range scan: memory holds one batch of titles and
+# abstracts, whatever the shard size.
 SCAN_BATCH = 16_384
-IDS_SUFFIX = ".ids.parquet"
 PARTIAL_DIR = ".partial"
 
 
@@ -68,25 +70,6 @@ def shard_bounds(num_ids: int, shard_id: int, num_shards: int) -> tuple[int, int
     if not 0 <= shard_id < num_shards:
         raise CitevalError(f"--shard-id must be in [0, {num_shards}), got {shard_id}")
     return shard_id * num_ids // num_shards, (shard_id + 1) * num_ids // num_shards
-
-
-def shard_name(shard_id: int) -> str:
-    return f"shard-{shard_id:05d}"
-
-
-def ids_path_for(output: str | os.PathLike) -> Path:
-    """``shard-00003.npy`` -> ``shard-00003.ids.parquet``."""
-    output = Path(output)
-    if output.suffix != ".npy":
-        raise CitevalError(f"--output must end with .npy, got {str(output)!r}")
-    return output.with_name(output.name.removesuffix(".npy") + IDS_SUFFIX)
-
-
-def ids_schema(multi_vector: bool) -> pa.Schema:
-    fields = [pa.field("paper_id", pa.string(), nullable=False)]
-    if multi_vector:
-        fields.append(pa.field("sentence", pa.int32(), nullable=False))
-    return pa.schema(fields)
 
 
 def read_shard_ids(ids_path: str | os.PathLike, shard_id: int, num_shards: int) -> pa.Array:
@@ -282,39 +265,6 @@ def _completed_chunks(partial: Path, num_chunks: int) -> int:
     return done
 
 
-def _assemble(
-    partial: Path, num_chunks: int, dim: int, multi_vector: bool, output: Path, ids_path: Path
-) -> int:
-    """Concatenate the chunk checkpoints into the shard files, one chunk in memory at a time.
-
-    The .npy is written as a header plus appended chunk bytes rather than through a memory
-    map, whose dirty pages would count towards the job's resident memory.
-    """
-    chunk_files = [partial / f"chunk-{k:05d}.npy" for k in range(num_chunks)]
-    rows = [np.load(file, mmap_mode="r").shape[0] for file in chunk_files]
-    total = sum(rows)
-    with (
-        atomic_path(ids_path) as tmp,
-        pq.ParquetWriter(tmp, ids_schema(multi_vector), **PARQUET_OPTIONS) as writer,
-    ):
-        for k in range(num_chunks):
-            writer.write_table(pq.read_table(partial / f"chunk-{k:05d}{IDS_SUFFIX}"))
-    # The .npy goes last: its existence is what marks the shard finished.
-    with atomic_path(output) as tmp, open(tmp, "wb") as handle:
-        header = {
-            "descr": np.lib.format.dtype_to_descr(np.dtype(np.float16)),
-            "fortran_order": False,
-            "shape": (total, dim),
-        }
-        np.lib.format.write_array_header_1_0(handle, header)
-        for file in chunk_files:
-            array = np.load(file)
-            if array.dtype != np.float16 or array.ndim != 2 or array.shape[1] != dim:
-                raise CitevalError(f"{file}: unexpected checkpoint {array.dtype} {array.shape}")
-            handle.write(np.ascontiguousarray(array).tobytes())
-    return total
-
-
 def encode_shard(
     spec: ModelSpec,
     papers: str | os.PathLike,
@@ -339,7 +289,7 @@ def encode_shard(
     if chunk_size < 1:
         raise CitevalError(f"--chunk-size must be at least 1, got {chunk_size}")
     output = Path(output)
-    ids_out = ids_path_for(output)
+    ids_path_for(output)  # rejects an --output that is not a .npy before any work
     if output.exists() and not force:
         log.info("%s exists; shard %d is already done", output, shard_id)
         return False
@@ -397,7 +347,11 @@ def encode_shard(
             )
             with atomic_path(partial / f"chunk-{k:05d}.npy") as tmp:
                 np.save(tmp, _to_float16(encoded.vectors, spec))
-    total = _assemble(partial, num_chunks, encoder.dim, spec.multi_vector, output, ids_out)
+    parts = [
+        (partial / f"chunk-{k:05d}.npy", partial / f"chunk-{k:05d}{IDS_SUFFIX}")
+        for k in range(num_chunks)
+    ]
+    total = write_shard(output, parts, encoder.dim, spec.multi_vector)
     shutil.rmtree(partial, ignore_errors=True)
     _remove_if_empty(output.parent / PARTIAL_DIR)
     elapsed = time.perf_counter() - started

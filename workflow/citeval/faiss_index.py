@@ -1,12 +1,7 @@
-"""Embedding shards and Faiss indexes for dense retrieval.
+"""Faiss indexes over the vectors of an embedding store, and their search.
 
-:class:`EmbeddingStore` opens one model's ``embeddings/<model>/`` directory (see
-``docs/contracts.md``): ``shard-NNNNN.npy`` float16 arrays, memory-mapped, and their
-``shard-NNNNN.ids.parquet`` id tables. :meth:`EmbeddingStore.locate` turns a set of paper
-ids (a pool, or the queries) into a :class:`Selection`, the rows that hold their vectors,
-ordered by ``(paper_id, sentence)`` so that the order never depends on how the corpus was
-sharded. :meth:`EmbeddingStore.gather` copies those rows, shard by shard and in chunks, into
-one preallocated float32 array.
+The vectors come from :class:`citeval.embeddings.EmbeddingStore`; an index is built over
+the rows of a :class:`~citeval.embeddings.Selection`, so a label is a row position in it.
 
 Indexes (:func:`build_index`):
 
@@ -33,21 +28,18 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
-import polars as pl
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from citeval.embeddings import DEFAULT_CHUNK_ROWS, EmbeddingStore, Selection, selection_rows
 from citeval.errors import ConfigError, InputDataError
+from citeval.trec import Run
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +47,9 @@ SIMILARITIES = ("ip", "cosine", "l2")
 INDEX_TYPES = ("flat", "ivf", "hnsw")
 # Faiss' GPU k-selection handles at most this many neighbours per query.
 GPU_MAX_K = 2048
-DEFAULT_CHUNK_ROWS = 16384
-SHARD_PATTERN = re.compile(r"^shard-(\d+)\.npy$")
+# Faiss keeps an arbitrary member of a group of equal scores at its cut-off: retrieval
+# searches this many neighbours beyond k so that write_run, not Faiss, settles ties at k.
+TIE_MARGIN = 16
 
 
 # --------------------------------------------------------------------------- threads, metric
@@ -103,286 +96,6 @@ def num_gpus() -> int:
         return int(get()) if get is not None else 0
     except Exception:  # pragma: no cover - a broken CUDA runtime counts as none
         return 0
-
-
-# --------------------------------------------------------------------------- store
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One ``shard-NNNNN.npy`` file and its id table."""
-
-    number: int
-    vectors_path: Path
-    ids_path: Path
-    n_rows: int
-
-
-@dataclass
-class Selection:
-    """Rows of an :class:`EmbeddingStore` that hold the vectors of a set of papers.
-
-    Rows are ordered by ``(paper_id, sentence)``; paper ``i`` owns rows
-    ``offsets[i]:offsets[i + 1]`` (exactly one row for single-vector models).
-    """
-
-    paper_ids: np.ndarray  # object array of str, sorted and unique, one per paper
-    offsets: np.ndarray  # int64, len(paper_ids) + 1
-    shard: np.ndarray  # int32 per row: index into EmbeddingStore.shards
-    row: np.ndarray  # int64 per row: row inside that shard
-    sentences: np.ndarray | None = None  # int32 per row for multi-vector stores
-
-    def __len__(self) -> int:
-        return len(self.row)
-
-    @property
-    def n_papers(self) -> int:
-        return len(self.paper_ids)
-
-    def row_paper(self) -> np.ndarray:
-        """Paper index (into :attr:`paper_ids`) of every row."""
-        counts = np.diff(self.offsets)
-        return np.repeat(np.arange(self.n_papers, dtype=np.int64), counts)
-
-    def index_of(self, paper_ids: Iterable[str]) -> np.ndarray:
-        """Paper index of each id, or -1 where the paper is not in the selection."""
-        wanted = np.asarray(list(paper_ids), dtype=object)
-        if len(self.paper_ids) == 0 or len(wanted) == 0:
-            return np.full(len(wanted), -1, dtype=np.int64)
-        pos = np.searchsorted(self.paper_ids, wanted)
-        pos = np.minimum(pos, len(self.paper_ids) - 1)
-        found = self.paper_ids[pos] == wanted
-        return np.where(found, pos, -1).astype(np.int64)
-
-
-class EmbeddingStore:
-    """Read-only view of one model's embedding shards.
-
-    Vectors are memory-mapped (``np.load(mmap_mode="r")``) one shard at a time, so opening a
-    store costs almost nothing and reading only touches the rows asked for.
-    """
-
-    def __init__(self, directory: str | os.PathLike) -> None:
-        self.directory = Path(directory)
-        if not self.directory.is_dir():
-            raise InputDataError("embedding directory does not exist", path=str(self.directory))
-        shards: list[Shard] = []
-        dims: set[int] = set()
-        dtypes: set[str] = set()
-        sentence_flags: set[bool] = set()
-        for path in sorted(self.directory.iterdir()):
-            match = SHARD_PATTERN.match(path.name)
-            if match is None:
-                continue
-            ids_path = path.with_name(f"shard-{match.group(1)}.ids.parquet")
-            if not ids_path.is_file():
-                raise InputDataError("shard has no id table " + ids_path.name, path=str(path))
-            array = np.load(path, mmap_mode="r")
-            if array.ndim != 2:
-                raise InputDataError(
-                    f"expected a 2-d array, got shape {array.shape}", path=str(path)
-                )
-            if array.dtype not in (np.float16, np.float32):
-                raise InputDataError(
-                    f"expected float16 or float32, got {array.dtype}", path=str(path)
-                )
-            meta = pq.ParquetFile(ids_path)
-            n_ids = meta.metadata.num_rows
-            if n_ids != array.shape[0]:
-                raise InputDataError(
-                    f"{array.shape[0]} vectors but {n_ids} ids in {ids_path.name}", path=str(path)
-                )
-            names = set(meta.schema_arrow.names)
-            if "paper_id" not in names:
-                raise InputDataError("no paper_id column", path=str(ids_path), field="paper_id")
-            sentence_flags.add("sentence" in names)
-            dims.add(int(array.shape[1]))
-            dtypes.add(str(array.dtype))
-            shards.append(Shard(int(match.group(1)), path, ids_path, int(array.shape[0])))
-            del array
-        if not shards:
-            raise InputDataError("no shard-NNNNN.npy files", path=str(self.directory))
-        if len(dims) > 1:
-            raise InputDataError(
-                f"shards disagree on the dimension: {sorted(dims)}", path=str(self.directory)
-            )
-        if len(sentence_flags) > 1:
-            raise InputDataError(
-                "some id tables have a sentence column and some do not", path=str(self.directory)
-            )
-        self.shards = shards
-        self.dim = dims.pop()
-        self.dtypes = sorted(dtypes)
-        self.multi_vector = sentence_flags.pop()
-        self.n_rows = sum(shard.n_rows for shard in shards)
-        log.info(
-            "embedding store %s: %d shards, %d rows, dim %d, %s%s",
-            self.directory,
-            len(shards),
-            self.n_rows,
-            self.dim,
-            "/".join(self.dtypes),
-            ", multi-vector" if self.multi_vector else "",
-        )
-
-    def vectors(self, shard: int) -> np.ndarray:
-        """Memory-mapped array of shard ``shard`` (an index into :attr:`shards`)."""
-        return np.load(self.shards[shard].vectors_path, mmap_mode="r")
-
-    # ----------------------------------------------------------------------- locate
-
-    def locate(self, paper_ids: Iterable[str], *, what: str = "papers") -> Selection:
-        """Rows of the store that hold the vectors of ``paper_ids`` (duplicates ignored).
-
-        Raises :class:`InputDataError` when a paper has no vector, or when the store holds
-        a paper (single-vector) or a (paper, sentence) pair twice.
-        """
-        wanted = pl.DataFrame({"paper_id": pl.Series(list(paper_ids), dtype=pl.String)}).unique()
-        columns = ["paper_id", "sentence"] if self.multi_vector else ["paper_id"]
-        parts: list[pl.DataFrame] = []
-        # One shard's id table at a time: a multi-vector store can hold tens of millions of
-        # rows, of which a pool needs a fraction.
-        for number, shard in enumerate(self.shards):
-            ids = pl.read_parquet(shard.ids_path, columns=columns)
-            ids = ids.with_columns(pl.col("paper_id").cast(pl.String))
-            found = (
-                ids.with_row_index("row")
-                .join(wanted, on="paper_id", how="semi")
-                .with_columns(pl.lit(number, dtype=pl.Int32).alias("shard"))
-            )
-            parts.append(found)
-        found = pl.concat(parts, how="vertical") if parts else pl.DataFrame()
-        keys = columns
-        if found.height and found.select(pl.struct(keys).is_duplicated().any()).item():
-            dup = found.filter(pl.struct(keys).is_duplicated()).sort(keys).row(0, named=True)
-            raise InputDataError(
-                f"the store holds {', '.join(f'{k}={dup[k]!r}' for k in keys)} more than once",
-                path=str(self.directory),
-            )
-        missing = wanted.join(found.select("paper_id").unique(), on="paper_id", how="anti")
-        if missing.height:
-            examples = sorted(missing["paper_id"].to_list())[:5]
-            raise InputDataError(
-                f"{missing.height} of {wanted.height} {what} have no vector in the store, "
-                f"e.g. {examples}; re-run the encode stage",
-                path=str(self.directory),
-            )
-        found = found.sort(keys)
-        counts = found.group_by("paper_id", maintain_order=True).len()
-        offsets = np.zeros(counts.height + 1, dtype=np.int64)
-        np.cumsum(counts["len"].to_numpy(), out=offsets[1:])
-        return Selection(
-            paper_ids=np.asarray(counts["paper_id"].to_list(), dtype=object),
-            offsets=offsets,
-            shard=found["shard"].to_numpy().astype(np.int32),
-            row=found["row"].to_numpy().astype(np.int64),
-            sentences=found["sentence"].to_numpy().astype(np.int32) if self.multi_vector else None,
-        )
-
-    # ----------------------------------------------------------------------- read
-
-    def read_into(
-        self,
-        selection: Selection,
-        start: int,
-        stop: int,
-        dest: np.ndarray,
-        *,
-        normalize: bool = False,
-        cache: dict[int, np.ndarray] | None = None,
-    ) -> None:
-        """Copy selection rows ``[start, stop)`` into ``dest``, float32 ``(stop - start, d)``.
-
-        ``cache`` keeps the last opened memory map between calls of one pass.
-        """
-        shards = selection.shard[start:stop]
-        rows = selection.row[start:stop]
-        cache = {} if cache is None else cache
-        present = np.unique(shards)
-        for shard in present:
-            shard = int(shard)
-            if shard not in cache:
-                cache.clear()  # at most one shard mapped: its pages leave RSS when unmapped
-                cache[shard] = self.vectors(shard)
-            array = cache[shard]
-            mask: slice | np.ndarray
-            if len(present) == 1:
-                mask = slice(None)
-                shard_rows = rows
-            else:
-                mask = shards == shard
-                shard_rows = rows[mask]
-            # The usual case (store sorted like the selection) is a plain slice of the map;
-            # fancy indexing would first copy the rows into a temporary.
-            if len(shard_rows) and np.all(np.diff(shard_rows) == 1):
-                source = array[shard_rows[0] : shard_rows[-1] + 1]
-            else:
-                source = array[shard_rows]
-            if isinstance(mask, slice):
-                np.copyto(dest, source, casting="same_kind")
-            else:
-                dest[mask] = source
-        if normalize:
-            faiss.normalize_L2(dest)
-
-    def iter_chunks(
-        self,
-        selection: Selection,
-        *,
-        chunk_rows: int = DEFAULT_CHUNK_ROWS,
-        normalize: bool = False,
-        progress: bool = True,
-        desc: str = "read vectors",
-    ) -> Iterator[tuple[int, np.ndarray]]:
-        """Yield ``(start, float32 chunk)`` over the selection rows in order.
-
-        The chunk buffer is reused: consume (or copy) it before asking for the next one.
-        """
-        first, last = 0, len(selection)
-        buffer = np.empty((min(chunk_rows, max(last, 1)), self.dim), dtype=np.float32)
-        cache: dict[int, np.ndarray] = {}
-        with tqdm(
-            total=last - first, desc=desc, unit="vec", disable=not progress, mininterval=5
-        ) as bar:
-            for start in range(first, last, chunk_rows):
-                stop = min(start + chunk_rows, last)
-                chunk = buffer[: stop - start]
-                self.read_into(selection, start, stop, chunk, normalize=normalize, cache=cache)
-                yield start, chunk
-                bar.update(stop - start)
-
-    def gather(
-        self,
-        selection: Selection,
-        *,
-        out: np.ndarray | None = None,
-        normalize: bool = False,
-        chunk_rows: int = DEFAULT_CHUNK_ROWS,
-        progress: bool = True,
-        desc: str = "gather vectors",
-    ) -> np.ndarray:
-        """Copy the selection's vectors into one float32 ``(len(selection), d)`` array.
-
-        ``out`` (C-contiguous float32 of that shape) is filled in place when given, e.g.
-        an index's own storage; otherwise one array is allocated up front. Rows are read
-        shard by shard in chunks, so besides ``out`` only one chunk is ever in memory.
-        """
-        shape = (len(selection), self.dim)
-        if out is None:
-            out = np.empty(shape, dtype=np.float32)
-        elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous float32 array of shape {shape}")
-        cache: dict[int, np.ndarray] = {}
-        with tqdm(
-            total=shape[0], desc=desc, unit="vec", disable=not progress, mininterval=5
-        ) as bar:
-            for start in range(0, shape[0], chunk_rows):
-                stop = min(start + chunk_rows, shape[0])
-                self.read_into(
-                    selection, start, stop, out[start:stop], normalize=normalize, cache=cache
-                )
-                bar.update(stop - start)
-        return out
 
 
 # --------------------------------------------------------------------------- indexes
@@ -551,16 +264,6 @@ def build_index(
     return built
 
 
-def selection_rows(selection: Selection, rows: np.ndarray) -> Selection:
-    """Rows ``rows`` of ``selection``, for reading only (without the paper bookkeeping)."""
-    return Selection(
-        paper_ids=np.empty(0, dtype=object),
-        offsets=np.zeros(1, dtype=np.int64),
-        shard=selection.shard[rows],
-        row=selection.row[rows],
-    )
-
-
 def maybe_to_gpu(built: BuiltIndex, use_gpu: bool | None) -> BuiltIndex:
     """Move a flat or IVF index to every visible GPU (replicated) when asked or available."""
     gpus = num_gpus()
@@ -575,6 +278,9 @@ def maybe_to_gpu(built: BuiltIndex, use_gpu: bool | None) -> BuiltIndex:
     built.on_gpu = True
     built.params["gpus"] = gpus
     return built
+
+
+# --------------------------------------------------------------------------- search
 
 
 def search(
@@ -610,6 +316,47 @@ def search(
     if built.similarity == "l2":
         np.negative(scores, out=scores)
     return scores, labels
+
+
+def hits_to_run(
+    query_ids: Sequence[str],
+    own: np.ndarray,
+    scores: np.ndarray,
+    labels: np.ndarray,
+    doc_ids: np.ndarray,
+) -> Run:
+    """Per-query ``(scores, labels)`` rows as a run, without padding and the query itself."""
+    run: Run = {}
+    for i, qid in enumerate(query_ids):
+        row_labels = labels[i]
+        keep = (row_labels >= 0) & (row_labels != own[i])
+        run[qid] = dict(
+            zip(doc_ids[row_labels[keep]].tolist(), scores[i][keep].tolist(), strict=True)
+        )
+    return run
+
+
+def search_report(built: BuiltIndex | None, n_queries: int, seconds: float) -> dict[str, Any]:
+    """Timings of a search, and the index searched (``None`` for a search without one)."""
+    report: dict[str, Any] = {
+        "n_queries": n_queries,
+        "search_seconds": round(seconds, 3),
+        "queries_per_second": round(n_queries / seconds, 3) if seconds else None,
+    }
+    if built is not None:
+        report.update(
+            {
+                "index": built.kind,
+                "params": built.params,
+                "ntotal": built.ntotal,
+                "on_gpu": built.on_gpu,
+                "build_seconds": round(built.build_seconds, 3),
+            }
+        )
+    return report
+
+
+# --------------------------------------------------------------------------- recall
 
 
 def exact_search_streaming(
