@@ -2,9 +2,9 @@
 
 pytrec_eval runs trec_eval's own code. It computes, per query, ``map``, ``ndcg``,
 ``ndcg_cut_k``, ``recall_k`` (R@k), ``P_k`` (P@k) and ``recip_rank`` (MRR), with trec_eval's
-definitions: a document is relevant when its judged relevance is > 0, unjudged documents
-count as 0, gains are the relevance levels, and every retrieved document counts (no depth
-limit).
+definitions: a document is relevant when its judged relevance is > 0 (unjudged documents
+count as 0), a relevant document's NDCG gain is its relevance level, and every retrieved
+document counts (no depth limit).
 
 citeval adds:
 
