@@ -1,34 +1,31 @@
-"""trec_eval-compatible retrieval measures, computed in plain Python.
+"""Retrieval measures from trec_eval (through pytrec_eval), written as per-query TSV.
 
-pytrec_eval is the reference in the tests; it is not used here so that the values do not
-depend on a C extension and every rule is visible. The semantics follow trec_eval
-(checked against pytrec_eval-terrier 0.5.11):
+pytrec_eval runs trec_eval's own code. It computes, per query, ``map``, ``ndcg``,
+``ndcg_cut_k``, ``recall_k`` (R@k), ``P_k`` (P@k) and ``recip_rank`` (MRR), with trec_eval's
+definitions: a document is relevant when its judged relevance is > 0 (unjudged documents
+count as 0), a relevant document's NDCG gain is its relevance level, and every retrieved
+document counts (no depth limit).
 
-* Each query's documents are ranked by score descending, ties broken by document id
-  descending as strings (:func:`citeval.trec.rank_documents`). The rank column of a run
-  file plays no part.
-* A document is relevant when its judged relevance is > 0; unjudged documents count as
-  relevance 0. Negative judgements are non-relevant and give no NDCG gain.
-* :func:`evaluate` returns a value for every query that is both in the run and in the
-  qrels, exactly the set pytrec_eval returns. Queries only in the run are ignored.
-  Queries only in the qrels are left out (trec_eval's default); :func:`mean_over_queries`
-  with ``missing_as_zero=True`` counts them as 0, like ``trec_eval -c``. A query that is
-  in the run with no documents, or in the qrels with no relevant document, is evaluated
-  and scores 0 on every measure (pytrec_eval does the same).
-* No depth limit is applied: every retrieved document counts.
+citeval adds:
 
-Measures (names as pytrec_eval reports them, plus ``f1_k``):
-
-``map``          average precision: sum of precision at each relevant retrieved document,
-                 divided by the number of relevant documents in the qrels.
-``ndcg``         DCG over the full ranking with gain = relevance and discount
-                 ``log2(rank + 1)``, divided by the DCG of the ideal ranking of every
-                 judged relevant document.
-``ndcg_cut_k``   the same with both rankings cut at k.
-``recall_k``     relevant documents in the top k / relevant documents in the qrels.
-``P_k``          relevant documents in the top k / k (k, even when fewer are retrieved).
-``recip_rank``   1 / rank of the first relevant document (0 when none is retrieved).
-``f1_k``         2·P@k·R@k / (P@k + R@k), 0 when both are 0.
+* ``f1_k``: 2·P@k·R@k / (P@k + R@k) from trec_eval's ``P_k`` and ``recall_k``, 0 when both
+  are 0.
+* The ranking. Each query's documents are ranked as the TREC run files define it
+  (:func:`citeval.trec.rank_documents`: score descending, ties by document id descending
+  as strings; the rank column plays no part). That is trec_eval's order, but trec_eval
+  holds scores as single-precision floats, so float64 scores that differ by less than
+  float32 can resolve would tie there and be reordered by document id. pytrec_eval is
+  therefore given each document's position (n, n-1, ..., 1) as its score, which every
+  ranking of up to 2**24 documents per query keeps exact.
+* The query set. :func:`evaluate` returns a value for every query that is both in the run
+  and in the qrels; queries only in the run are ignored. A query in the run with no
+  documents, or in the qrels with no relevant document, scores 0 on every measure (as in
+  trec_eval); such queries are not handed to pytrec_eval, so they never depend on how it
+  treats an empty ranking or judgements without a relevant document. Queries only in the
+  qrels are left out (trec_eval's default); :func:`mean_over_queries` with
+  ``missing_as_zero=True``, or ``--missing-as-zero``, counts them as 0, like
+  ``trec_eval -c``.
+* The mean over queries and the per-query TSV file (:func:`format_per_query_tsv`).
 """
 
 from __future__ import annotations
@@ -36,12 +33,15 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import operator
 import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytrec_eval
 
 from citeval.cli import positive_int, run_cli
 from citeval.errors import InputDataError
@@ -59,6 +59,8 @@ VALUE_FORMAT = "%.10f"
 _PLAIN_MEASURES = ("map", "ndcg", "recip_rank")
 _CUTOFF_MEASURES = ("ndcg_cut", "recall", "P", "f1")
 _MEASURE_RE = re.compile(r"^(?P<name>ndcg_cut|recall|P|f1)_(?P<k>[0-9]+)$")
+# Integers up to 2**24 are exact in float32, the type trec_eval keeps scores in.
+_MAX_RANKED = 2**24
 
 
 @dataclass(frozen=True)
@@ -93,79 +95,37 @@ def measures_for(cutoffs: Iterable[int]) -> list[str]:
     return names
 
 
-def _dcg(hits: Sequence[tuple[int, int]], k: int | None = None) -> float:
-    """DCG of relevant hits given as ``(0-based rank, gain)``, ranks ascending."""
-    total = 0.0
-    for rank, gain in hits:
-        if k is not None and rank >= k:
-            break
-        total += gain / math.log2(rank + 2)
-    return total
-
-
-def _ideal_dcg(gains_desc: Sequence[int], k: int | None = None) -> float:
-    limit = len(gains_desc) if k is None else min(k, len(gains_desc))
-    return sum(gains_desc[i] / math.log2(i + 2) for i in range(limit))
-
-
-def _count_within(ranks: Sequence[int], k: int) -> int:
-    count = 0
-    for rank in ranks:
-        if rank >= k:
-            break
-        count += 1
-    return count
-
-
-def evaluate_query(
-    scores: Mapping[str, float], judged: Mapping[str, int], measures: Sequence[Measure]
-) -> dict[str, float]:
-    """Compute ``measures`` for one query's ``{doc: score}`` against its judgements."""
-    gains_desc = sorted((rel for rel in judged.values() if rel > 0), reverse=True)
-    num_rel = len(gains_desc)
-    # Only the relevant retrieved documents matter for every measure here, so collect
-    # their ranks once and derive everything from that short list.
-    hits: list[tuple[int, int]] = []
-    if num_rel:
-        for rank, (doc_id, _) in enumerate(rank_documents(scores)):
-            rel = judged.get(doc_id, 0)
-            if rel > 0:
-                hits.append((rank, rel))
-                if len(hits) == num_rel:
-                    break
-    hit_ranks = [rank for rank, _ in hits]
-
-    values: dict[str, float] = {}
+def _trec_eval_request(measures: Sequence[Measure]) -> set[str]:
+    """pytrec_eval's names (``"P.10"``) for what ``measures`` need; f1 needs P and recall."""
+    request: set[str] = set()
     for measure in measures:
-        name, k = measure.name, measure.k
-        if name == "map":
-            value = (
-                sum((i + 1) / (rank + 1) for i, rank in enumerate(hit_ranks)) / num_rel
-                if num_rel
-                else 0.0
-            )
-        elif name == "recip_rank":
-            value = 1.0 / (hit_ranks[0] + 1) if hit_ranks else 0.0
-        elif name == "ndcg":
-            ideal = _ideal_dcg(gains_desc)
-            value = _dcg(hits) / ideal if ideal > 0 else 0.0
-        elif name == "ndcg_cut":
-            ideal = _ideal_dcg(gains_desc, k)
-            value = _dcg(hits, k) / ideal if ideal > 0 else 0.0
+        if measure.k is None:
+            request.add(measure.name)
+        elif measure.name == "f1":
+            request |= {f"P.{measure.k}", f"recall.{measure.k}"}
         else:
-            assert k is not None
-            found = _count_within(hit_ranks, k)
-            precision = found / k
-            recall = found / num_rel if num_rel else 0.0
-            if name == "P":
-                value = precision
-            elif name == "recall":
-                value = recall
-            else:  # f1
-                both = precision + recall
-                value = 2.0 * precision * recall / both if both > 0 else 0.0
-        values[str(measure)] = value
-    return values
+            request.add(f"{measure.name}.{measure.k}")
+    return request
+
+
+def _f1(precision: float, recall: float) -> float:
+    both = precision + recall
+    return 2.0 * precision * recall / both if both > 0 else 0.0
+
+
+def _value(measure: Measure, values: Mapping[str, float]) -> float:
+    if measure.name == "f1":
+        return _f1(values[f"P_{measure.k}"], values[f"recall_{measure.k}"])
+    return values[str(measure)]
+
+
+def _positions(scores: Mapping[str, float]) -> dict[str, float]:
+    """``{doc: score}`` rewritten as ``{doc: n - rank}``, which trec_eval orders exactly."""
+    ranking = rank_documents(scores)
+    if len(ranking) > _MAX_RANKED:
+        raise ValueError(f"cannot evaluate more than {_MAX_RANKED} documents for one query")
+    n = len(ranking)
+    return {doc_id: float(n - rank) for rank, (doc_id, _) in enumerate(ranking)}
 
 
 def evaluate(
@@ -176,12 +136,36 @@ def evaluate(
     """Per-query values ``{qid: {measure: value}}`` for every query in both run and qrels.
 
     Keys are in sorted query order; each inner dict follows ``measures`` (duplicates
-    dropped). Raises ``ValueError`` on an unknown measure name or a NaN score.
+    dropped). Raises ``ValueError`` on an unknown measure name or a NaN score, and
+    ``TypeError`` on a relevance that is not an integer.
     """
     parsed = list(dict.fromkeys(parse_measure(name) for name in measures))
+    shared = sorted(run.keys() & qrels.keys())
+    ranked: dict[str, dict[str, float]] = {}
+    judged: dict[str, dict[str, int]] = {}
+    for qid in shared:
+        # operator.index takes numpy integers too, which pytrec_eval refuses, and refuses
+        # floats instead of truncating them.
+        relevance = {doc_id: operator.index(rel) for doc_id, rel in qrels[qid].items()}
+        positions = _positions(run[qid])
+        if positions and any(rel > 0 for rel in relevance.values()):
+            ranked[qid] = positions
+            judged[qid] = relevance
+    computed: dict[str, dict[str, float]] = {}
+    if ranked:
+        evaluator = pytrec_eval.RelevanceEvaluator(judged, _trec_eval_request(parsed))
+        computed = evaluator.evaluate(ranked)
+        if computed.keys() != ranked.keys():
+            lost = sorted(ranked.keys() - computed.keys())
+            raise RuntimeError(f"pytrec_eval returned no values for queries {lost[:5]}")
+    zeros = {str(measure): 0.0 for measure in parsed}
     return {
-        qid: evaluate_query(run[qid], qrels[qid], parsed)
-        for qid in sorted(run.keys() & qrels.keys())
+        qid: (
+            {str(measure): _value(measure, computed[qid]) for measure in parsed}
+            if qid in computed
+            else dict(zeros)
+        )
+        for qid in shared
     }
 
 
@@ -305,7 +289,7 @@ def read_per_query_tsv(path: str | os.PathLike) -> PerQuery:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m citeval.metrics",
-        description="Evaluate a TREC run against qrels with trec_eval-compatible measures "
+        description="Evaluate a TREC run against qrels with trec_eval (pytrec_eval) "
         "and write per-query values plus their mean (query id 'all') as TSV.",
     )
     parser.add_argument("--run", required=True, type=Path, help="TREC run file")
