@@ -424,6 +424,65 @@ def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
         assert again == (corpus["index"] / impacts.IMPACTS_DIR / name).read_bytes(), name
 
 
+def _lucene_postings(index: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Every term of ``contents`` with its (doc number, frequency) postings, from Lucene."""
+    import jnius
+
+    reader = lucene.open_reader(index)
+    try:
+        terms = lucene.autoclass("org.apache.lucene.index.MultiTerms").getTerms(
+            jnius.cast("org.apache.lucene.index.IndexReader", reader), lucene.CONTENTS_FIELD
+        )
+        iterator = terms.iterator()
+        no_more = lucene.autoclass("org.apache.lucene.search.DocIdSetIterator").NO_MORE_DOCS
+        result = []
+        term = iterator.next()
+        while term is not None:
+            postings = iterator.postings(None)
+            docs = []
+            doc = postings.nextDoc()
+            while doc != no_more:
+                docs.append((doc, postings.freq()))
+                doc = postings.nextDoc()
+            result.append((term.utf8ToString(), docs))
+            term = iterator.next()
+        return result
+    finally:
+        reader.close()
+
+
+def test_index_is_the_same_for_any_thread_count(corpus: dict, tmp_path: Path) -> None:
+    """The SLURM profile's bm25_index threads build the index the rule's one thread builds.
+
+    Lucene writes with one thread whatever --threads says: the same doc numbering (paper_id
+    order), postings, id table, metadata and impact matrix, hence byte-identical runs.
+    """
+    common = ["index", "--papers", str(corpus["papers_dir"]), "--group", GROUP, "--rep", "0"]
+    common += ["--pools", str(corpus["sample"] / "pools.parquet")]
+    indexes = {threads: tmp_path / f"threads-{threads}" for threads in (1, 3)}
+    for threads, index in indexes.items():
+        assert bm25.main([*common, "--index-dir", str(index), "--threads", str(threads)]) == 0
+    one, three = indexes[1], indexes[3]
+    assert lucene.read_index_metadata(one) == lucene.read_index_metadata(three)
+    assert lucene.read_docids(one) == lucene.read_docids(three) == sorted(corpus["pool"])
+    assert _lucene_postings(one) == _lucene_postings(three)
+    files = sorted(p.name for p in (one / impacts.IMPACTS_DIR).iterdir())
+    assert files == sorted(p.name for p in (three / impacts.IMPACTS_DIR).iterdir())
+    for name in files:
+        expected = (one / impacts.IMPACTS_DIR / name).read_bytes()
+        assert (three / impacts.IMPACTS_DIR / name).read_bytes() == expected, name
+    search = ["search", "--papers", str(corpus["papers_dir"]), "--group", GROUP, "--rep", "0"]
+    search += ["--queries", str(corpus["sample"] / "queries.parquet"), "--k", "100"]
+    for kind in impacts.SEARCHERS:
+        runs = []
+        for threads, index in indexes.items():
+            run = tmp_path / f"{kind}-{threads}.trec"
+            args = [*search, "--index-dir", str(index), "--searcher", kind, "--output", str(run)]
+            assert bm25.main([*args, "--threads", str(threads)]) == 0
+            runs.append(run.read_bytes())
+        assert runs[0] == runs[1], kind
+
+
 # --- impact matrix ----------------------------------------------------------------------------
 
 

@@ -11,7 +11,9 @@ through pyserini's Anserini jar; :mod:`citeval.lucene` starts the JVM and explai
   into place. Papers with neither title nor abstract are left out (nothing could match
   them). The index also carries its impact matrix (:mod:`citeval.impacts`), built from
   the same documents and checked against Lucene's statistics. ``citeval-index.json``
-  inside the index records what went in.
+  inside the index records what went in. Lucene writes with one thread whatever
+  ``--threads`` says (:data:`LUCENE_WRITER_THREADS`), so an index is the same for every
+  thread count; ``--threads`` speeds up the corpus scan and the impact matrix.
 * ``search`` runs one query per query paper, ``title + " " + abstract``, with Lucene's
   ``BM25Similarity(k1, b)``, scored either by the impact matrix (``--searcher impacts``,
   the default: the same scores and rankings as Lucene, bit for bit, several times faster
@@ -92,6 +94,16 @@ DEFAULT_B = 0.4
 DOC_SEPARATOR = "\n"
 QUERY_SEPARATOR = " "
 JSON_BATCH_ROWS = 10_000
+LUCENE_WRITER_THREADS = 1
+"""Threads of Lucene's ``IndexCollection``, whatever ``--threads`` says.
+
+With one writer thread the documents enter Lucene in ``paper_id`` order and are numbered
+in that order, so the index (its documents, postings and norms, the doc number -> id
+table and the impact matrix) is the same for any ``--threads``, on a workstation or under
+SLURM. Parallel writers number documents in a scheduling-dependent order and split them
+into segments differently. Lucene's own files still differ from build to build in their
+random segment ids, which nothing reads.
+"""
 
 
 def paper_text(title: str | None, abstract: str | None, separator: str) -> str:
@@ -246,11 +258,8 @@ def build_pool_index(
     The index carries its impact matrix (:mod:`citeval.impacts`), built from the same
     documents and checked against Lucene's statistics before the index is committed.
 
-    With ``threads == 1`` the documents enter Lucene in ``paper_id`` order, so every build
-    gives the same index. More threads index faster, in a scheduling-dependent order and
-    segment layout; the BM25 statistics do not change, and on a 200k-document pool
-    (1 vs 2 segments) 200 queries x 500 hits came out with bit-identical scores, but Lucene
-    does not promise that float sums never depend on the layout.
+    ``threads`` go to DuckDB and to the analysis behind the impact matrix; Lucene writes
+    with :data:`LUCENE_WRITER_THREADS`, so every ``threads`` gives the same index.
     """
     lucene.start_jvm()
     con = _connect(threads, memory_limit)
@@ -261,7 +270,7 @@ def build_pool_index(
         prefix=f".{index_path.name}.collection.", dir=index_path.parent
     ) as tmp:
         batches = iter_pool_papers(con, papers_dir, pools_path, group, rep)
-        written, empty = write_json_collection(batches, Path(tmp), n_pool, threads)
+        written, empty = write_json_collection(batches, Path(tmp), n_pool, LUCENE_WRITER_THREADS)
         if empty:
             LOG.warning(
                 "%d of %d pool papers have no title or abstract; not indexed", empty, n_pool
@@ -280,14 +289,21 @@ def build_pool_index(
             "anserini_jar": lucene.anserini_jar().name,
         }
         LOG.info(
-            "indexing %d documents of %s.rep%d with %d thread(s)", written, group, rep, threads
+            "indexing %d documents of %s.rep%d (Lucene: %d thread; impact matrix: %d)",
+            written,
+            group,
+            rep,
+            LUCENE_WRITER_THREADS,
+            threads,
         )
 
         def add_impacts(index: Path) -> dict[str, Any]:
             documents = iter_json_collection(tmp)
             return {"impacts": impacts.build_impacts(index, documents, written, threads)}
 
-        n_docs = lucene.build_index(tmp, index_path, threads, metadata, extend=add_impacts)
+        n_docs = lucene.build_index(
+            tmp, index_path, LUCENE_WRITER_THREADS, metadata, extend=add_impacts
+        )
     if n_docs != written:
         raise lucene.LuceneError(
             f"Lucene indexed {n_docs} documents of {written} written for {group}.rep{rep}"
@@ -660,7 +676,8 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=positive_int,
         default=1,
-        help="CPU threads for DuckDB, Lucene indexing and search (default: 1)",
+        help="CPU threads for DuckDB, the impact matrix and search; Lucene writes an index "
+        "with one thread, so the index does not depend on this (default: 1)",
     )
     parser.add_argument(
         "--java-heap",
