@@ -36,7 +36,7 @@ rule bm25_tune:
         f"{RESULTS}/tuning/bm25-{{setup}}.json",
     params:
         collections=lambda wildcards: " ".join(
-            f"--collection {group}.rep{rep}" for group, rep in bm25_tuning_collections(wildcards)
+            f"--collection {collection.name}" for collection in bm25_tuning_collections(wildcards)
         ),
         k1_grid=" ".join(str(value) for value in BM25["tune"]["k1_grid"]),
         b_grid=" ".join(str(value) for value in BM25["tune"]["b_grid"]),

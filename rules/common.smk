@@ -1,5 +1,4 @@
 # Paths, input functions and wildcard constraints shared by every rule file.
-import csv
 import glob
 import json
 import os
@@ -10,6 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval.cli import memory_bytes
+from citeval.collections import read_collections, tuning_collections
 
 # The citeval package is importable by every job, whether or not it was pip-installed
 # into the environment the job runs in (for example a per-rule conda env).
@@ -115,10 +115,9 @@ def sample_dir(setup, split):
 
 
 def collections(setup, split):
-    """(group, rep) pairs of one split, read from the sample checkpoint's output."""
+    """The collections of one split, read from the sample checkpoint's output."""
     checkpoints.sample.get(setup=setup)
-    with open(Path(sample_dir(setup, split)) / "collections.tsv") as handle:
-        return [(row["group"], int(row["rep"])) for row in csv.DictReader(handle, delimiter="\t")]
+    return read_collections(sample_dir(setup, split))
 
 
 def split_sample_dir(wildcards):
@@ -126,15 +125,11 @@ def split_sample_dir(wildcards):
     return sample_dir(wildcards.setup, wildcards.split)
 
 
-def collection_dir(setup, split, group, rep):
-    return f"{setup}-{split}/{group}.rep{rep}"
-
-
 def test_metric_files(wildcards=None):
     return [
-        f"{RESULTS}/metrics/{collection_dir(setup, 'test', group, rep)}/{model}.tsv"
+        f"{RESULTS}/metrics/{setup}-test/{collection.name}/{model}.tsv"
         for setup in SETUPS
-        for group, rep in collections(setup, "test")
+        for collection in collections(setup, "test")
         for model in MODELS
     ]
 
@@ -176,17 +171,8 @@ def sample_arguments(wildcards):
 
 
 def bm25_tuning_collections(wildcards):
-    """Validation collections that tune k1/b: the smallest pool, or every field."""
-    found = collections(wildcards.setup, "valid")
-    if not found:
-        raise ValueError(
-            f"bm25.tune.enabled is true but the {wildcards.setup}-level validation split is "
-            "empty: raise sampling.validation sizes or set bm25.tune.enabled: false"
-        )
-    if wildcards.setup == "dataset":
-        smallest = min(found, key=lambda item: int(item[0].removeprefix("pool-")))
-        found = [smallest]
-    return found
+    """Validation collections that tune k1/b (policy: citeval.collections)."""
+    return tuning_collections(wildcards.setup, collections(wildcards.setup, "valid"))
 
 
 def bm25_parameters(wildcards):

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import logging
 import math
@@ -83,6 +82,7 @@ from tqdm import tqdm
 
 from citeval import impacts, lucene
 from citeval.cli import positive_int, run_cli
+from citeval.collections import collection_name, listing_path, read_collections
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import parquet_glob, write_json
 from citeval.trec import Run, rank_documents, read_qrels, write_run
@@ -472,32 +472,6 @@ def _search_command(args: argparse.Namespace) -> None:
 # --- tuning -------------------------------------------------------------------------------
 
 
-def read_collections(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows of a ``collections.tsv`` (setup, split, group, rep, n_queries, pool_size, ...)."""
-    where = str(path)
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-    except OSError as error:
-        raise InputDataError(f"cannot read: {error.strerror}", path=where) from error
-    needed = {"setup", "split", "group", "rep"}
-    if rows and not needed <= rows[0].keys():
-        raise InputDataError(f"needs columns {sorted(needed)}", path=where, line=1)
-    for number, row in enumerate(rows, start=2):
-        try:
-            row["rep"] = int(row["rep"])
-        except (TypeError, ValueError):
-            raise InputDataError(
-                f"rep is not an integer: {row['rep']!r}", path=where, line=number, field="rep"
-            ) from None
-    return rows
-
-
-def collection_name(group: str, rep: int) -> str:
-    """``<group>.rep<rep>``, the name used by qrels files, indexes and runs."""
-    return f"{group}.rep{rep}"
-
-
 def _grid(values: Sequence[float], name: str, upper: float | None = None) -> list[float]:
     grid = list(dict.fromkeys(float(v) for v in values))
     if not grid:
@@ -564,23 +538,23 @@ def tune(
     k1_values = _grid(k1_grid, "k1 grid")
     b_values = _grid(b_grid, "b grid", upper=1.0)
     sample = Path(sample_dir)
-    rows = read_collections(sample / "collections.tsv")
+    rows = read_collections(sample)
     if collections:
         wanted = set(collections)
-        unknown = wanted - {collection_name(r["group"], r["rep"]) for r in rows}
+        unknown = wanted - {r.name for r in rows}
         if unknown:
-            raise ConfigError(f"collections not in {sample / 'collections.tsv'}: {sorted(unknown)}")
-        rows = [r for r in rows if collection_name(r["group"], r["rep"]) in wanted]
+            raise ConfigError(f"collections not in {listing_path(sample)}: {sorted(unknown)}")
+        rows = [r for r in rows if r.name in wanted]
     if not rows:
-        raise InputDataError("no collections to tune on", path=str(sample / "collections.tsv"))
+        raise InputDataError("no collections to tune on", path=str(listing_path(sample)))
 
     points = [(k1, b) for k1 in k1_values for b in b_values]
     per_point: list[dict[str, float]] = [{} for _ in points]
     con = _connect(threads, memory_limit)
     query_cache: dict[str, list[tuple[str, str]]] = {}
-    names = [collection_name(r["group"], r["rep"]) for r in rows]
+    names = [r.name for r in rows]
     for row, name in zip(rows, names, strict=True):
-        group, rep = row["group"], row["rep"]
+        group, rep = row.group, row.rep
         qrels = read_qrels(sample / "qrels" / f"{name}.qrels")
         if group not in query_cache:
             query_cache[group] = load_queries(con, papers_dir, sample / "queries.parquet", group)
