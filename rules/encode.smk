@@ -28,4 +28,5 @@ rule encode:
     shell:
         "python -m citeval.encode --model {wildcards.dense_model} --model-json {params.spec} "
         "--papers {input.corpus}/papers --ids {input.ids} --shard-id {wildcards.index} "
-        "--num-shards {params.num_shards} --device {params.device} --output {output} 2> {log}"
+        "--num-shards {params.num_shards} --device {params.device} --threads {threads} "
+        "--output {output} 2> {log}"

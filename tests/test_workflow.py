@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,16 @@ def test_slurm_profile_dry_run_shows_slurm_resources(workdir):
     assert result.returncode == 0, result.stderr
     assert "slurm_partition=cpu" in result.stdout
     assert "mem_mb=32000" in result.stdout  # ingest_merge's cluster override
+
+
+def test_every_rule_that_declares_threads_passes_them_to_its_command():
+    """A rule's threads (which a profile's set-threads may change) reach its command."""
+    checked = []
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        blocks = re.split(r"^(?=[ \t]*(?:rule|checkpoint) \w+:)", path.read_text(), flags=re.M)
+        for block in blocks[1:]:
+            name = re.search(r"(?:rule|checkpoint) (\w+):", block).group(1)
+            if re.search(r"^\s+threads:", block, re.M):
+                assert "--threads {threads}" in block, f"{path.name}: rule {name}"
+                checked.append(name)
+    assert {"encode", "bm25_index", "bm25_tune", "dense_retrieve"} <= set(checked)
