@@ -12,10 +12,13 @@ from citeval.cli import memory_bytes
 from citeval.collections import read_collections, tuning_collections
 
 # The citeval package is importable by every job, whether or not it was pip-installed
-# into the environment the job runs in (for example a per-rule conda env).
+# into the environment the job runs in (for example a per-rule conda env). The prefix is
+# formatted like a rule's command, hence the doubled braces.
+_PACKAGE_DIR = shlex.quote(str(Path(workflow.basedir) / "workflow"))
 shell.prefix(
-    f"export PYTHONPATH={Path(workflow.basedir) / 'workflow'}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
-    "set -euo pipefail; "
+    "export PYTHONPATH="
+    + _PACKAGE_DIR.replace("{", "{{").replace("}", "}}")
+    + "${{PYTHONPATH:+:$PYTHONPATH}}; set -euo pipefail; "
 )
 
 RESULTS = f"results/{config['dataset']}"
@@ -138,33 +141,59 @@ def final_outputs(wildcards):
     return [f"{RESULTS}/tables/provenance.json", *test_metric_files()]
 
 
+# --- command lines --------------------------------------------------------------------
+
+
+def shell_words(*words):
+    """Command-line words for a shell command, each quoted with shlex.quote."""
+    return " ".join(shlex.quote(str(word)) for word in words)
+
+
+# --- prefilter -----------------------------------------------------------------------
+
+
+def prefilter_arguments(wildcards):
+    rules = config["prefilter"]
+    words = [] if rules["require_year"] else ["--no-require-year"]
+    if not rules["require_title"]:
+        words.append("--no-require-title")
+    words += [
+        "--min-abstract-chars", rules["min_abstract_chars"],
+        "--min-citations", rules["min_citations"],
+        "--citation-direction", rules["citation_direction"],
+    ]
+    return shell_words(*words)
+
+
 # --- sample -----------------------------------------------------------------
 
+
 def sample_arguments(wildcards):
-    common = [
-        f"--seed {config['seed']}",
-        f"--query-year {SAMPLING['query_year']}",
-        f"--min-query-references {SAMPLING['min_query_references']}",
-        f"--on-too-small {SAMPLING['on_too_small']}",
+    words = [
+        "--seed", config["seed"],
+        "--query-year", SAMPLING["query_year"],
+        "--min-query-references", SAMPLING["min_query_references"],
+        "--on-too-small", SAMPLING["on_too_small"],
     ]
     if SAMPLING["exclude_query_ids"]:
-        common.append(f"--exclude-query-ids '{SAMPLING['exclude_query_ids']}'")
+        words += ["--exclude-query-ids", SAMPLING["exclude_query_ids"]]
     if wildcards.setup == "dataset":
         level = SAMPLING["dataset_level"]
-        specific = [
-            f"--num-queries {level['num_queries']}",
-            f"--num-valid-queries {SAMPLING['validation']['num_queries']}",
-            "--pool-sizes " + " ".join(str(size) for size in level["pool_sizes"]),
+        words += [
+            "--num-queries", level["num_queries"],
+            "--num-valid-queries", SAMPLING["validation"]["num_queries"],
+            "--pool-sizes", *level["pool_sizes"],
         ]
     else:
         level = SAMPLING["field_level"]
-        specific = [
-            f"--num-queries {level['queries_per_field']}",
-            f"--num-valid-queries {SAMPLING['validation']['queries_per_field']}",
-            f"--pool-size {level['pool_size']}",
-            "--fields " + " ".join(f"'{name}'" for name in level["fields"]),
+        words += [
+            "--num-queries", level["queries_per_field"],
+            "--num-valid-queries", SAMPLING["validation"]["queries_per_field"],
+            "--pool-size", level["pool_size"],
+            "--fields", *level["fields"],
         ]
-    return " ".join([*common, *specific, f"--repetitions {level['repetitions']}"])
+    words += ["--repetitions", level["repetitions"]]
+    return shell_words(*words)
 
 
 # --- bm25 -------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +81,45 @@ def test_every_rule_that_declares_threads_passes_them_to_its_command():
                 assert "--threads {threads}" in block, f"{path.name}: rule {name}"
                 checked.append(name)
     assert {"encode", "bm25_index", "bm25_tune", "dense_retrieve"} <= set(checked)
+
+
+def test_commands_quote_paths_and_names_that_need_it(workdir):
+    """Every word of a rule's command is shell-quoted: quotes and spaces in a field name, a
+    corpus path or the exclusion list reach the stage as one argument each."""
+    fields = ["Computer Science", "Women's Studies"]
+    pattern = "resources/synthetic/o'brien corpus/s2orc-{shard}.jsonl.gz"
+    exclude = "it's excluded; $(false).txt"
+    (workdir / exclude).write_text("")
+    config = {
+        "corpus": {"paths": [pattern]},
+        "sampling": {"exclude_query_ids": exclude, "field_level": {"fields": fields}},
+    }
+    (workdir / "quoting.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
+    # Targets before --configfile, which takes every word after it.
+    result = snakemake(
+        workdir, *targets, "-n", "-p", "--cores", "2", "--configfile", str(workdir / "quoting.yaml")
+    )
+    assert result.returncode == 0, result.stderr
+    commands = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("Shell command: "):
+            words = shlex.split(line.removeprefix("Shell command: "))
+            stage = words[words.index("-m") + 1]
+            if stage == "citeval.sample":
+                stage += "." + words[words.index("-m") + 2]
+            commands.setdefault(stage, []).append(words)
+
+    def after(words, option, count=1):
+        start = words.index(option) + 1
+        return words[start : start + count]
+
+    (synth,) = commands["citeval.synth"]
+    assert after(synth, "--output-pattern") == [pattern]
+    parse_inputs = sorted(after(words, "--input")[0] for words in commands["citeval.ingest"][:2])
+    assert parse_inputs == [pattern.format(shard=f"{i:05d}") for i in range(2)]
+    (field,) = commands["citeval.sample.field"]
+    assert after(field, "--fields", 3) == [*fields, "--repetitions"]
+    (dataset,) = commands["citeval.sample.dataset"]
+    for words in (field, dataset):
+        assert after(words, "--exclude-query-ids") == [exclude]
