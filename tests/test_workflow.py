@@ -39,21 +39,22 @@ def test_default_config_dry_run_lists_the_first_stages(workdir):
 
 
 @pytest.mark.parametrize(
-    ("override", "key"),
+    ("section", "key", "value"),
     [
-        ({"prefilter": {"min_abstract_chars": -1}}, "min_abstract_chars"),
-        ({"sampling": {"on_too_small": "shrug"}}, "on_too_small"),
-        ({"corpus": {"format": "csv"}}, "format"),
-        ({"retrieval": {"k": "many"}}, "k"),
+        ("prefilter", "min_abstract_chars", -1),
+        ("sampling", "on_too_small", "shrug"),
+        ("corpus", "format", "csv"),
+        ("retrieval", "k", "many"),
     ],
 )
-def test_invalid_config_value_fails_before_any_job_naming_the_key(workdir, override, key):
-    (workdir / "bad.yaml").write_text(yaml.safe_dump(override))
+def test_invalid_config_value_fails_before_any_job_naming_the_key(workdir, section, key, value):
+    (workdir / "bad.yaml").write_text(yaml.safe_dump({section: {key: value}}))
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(workdir / "bad.yaml"))
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "validation" in output.lower() or "ValidationError" in output
-    assert key in output
+    # jsonschema's message names the bad value, and the full key path it sits at.
+    assert f"ValidationError: {value!r} " in output
+    assert f"On instance['{section}']['{key}']:" in output
     assert "rule synth" not in result.stdout
 
 
