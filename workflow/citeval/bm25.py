@@ -101,8 +101,10 @@ With one writer thread the documents enter Lucene in ``paper_id`` order and are 
 in that order, so the index (its documents, postings and norms, the doc number -> id
 table and the impact matrix) is the same for any ``--threads``, on a workstation or under
 SLURM. Parallel writers number documents in a scheduling-dependent order and split them
-into segments differently. Lucene's own files still differ from build to build in their
-random segment ids, which nothing reads.
+into segments differently. (One writer flushes a segment each time its buffer fills, and
+Lucene's default merge policy, which could reorder segments, starts merging only past ten
+of them.) Lucene's own files still differ from build to build in their random segment
+ids, which nothing reads.
 """
 
 
