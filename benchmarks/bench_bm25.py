@@ -10,8 +10,9 @@ mark, ``ru_maxrss``; psutil cannot read it on Linux) is its own; for Lucene the 
 in that process and counts. Tools and what is timed:
 
 * ``lucene``: citeval's own code path. *Index*: DuckDB selects the pool from the parquet
-  papers, a JsonCollection is written, Anserini's IndexCollection builds the index
-  (``--threads`` indexing threads) and the doc-number -> id table is stored. *Search*:
+  papers, a JsonCollection is written, Anserini's IndexCollection builds the index (one
+  writer thread, as ``bm25 index``), the doc-number -> id table is stored and the impact
+  matrix is built (``--threads`` analysis threads). *Search*:
   :func:`citeval.bm25.search_queries` with ``--threads`` threads: k+1 hits per query, self
   exclusion, hits converted to Python. For comparison, pyserini's path is timed too:
   Anserini's ``SimpleSearcher.batch_search`` (what ``LuceneSearcher.batch_search`` calls)
@@ -249,9 +250,10 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     shutil.rmtree(collection, ignore_errors=True)
     t0 = time.perf_counter()
     batches = bm25.iter_pool_papers(con, work / "papers", work / "pools.parquet", GROUP, 0)
-    written, _ = bm25.write_json_collection(batches, collection, n_pool, args.threads)
+    # As `bm25 index` does: Lucene writes with one thread, the impact matrix uses all.
+    written, _ = bm25.write_json_collection(batches, collection, n_pool, bm25.LUCENE_WRITER_THREADS)
     t1 = time.perf_counter()
-    n_docs = lucene.build_index(collection, index_dir, args.threads)
+    n_docs = lucene.build_index(collection, index_dir, bm25.LUCENE_WRITER_THREADS)
     t2 = time.perf_counter()
     documents = bm25.iter_json_collection(collection)
     matrix = impacts.build_impacts(index_dir, documents, written, args.threads)

@@ -15,14 +15,17 @@ rule bm25_index:
         f"{LOGS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
     benchmark:
         f"{BENCHMARKS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
-    threads: 1  # Lucene does not promise identical indexes from parallel builds
+    # Any thread count gives the same index: Lucene writes it with one thread
+    # (citeval.bm25.LUCENE_WRITER_THREADS); threads speed up the corpus scan and the impact
+    # matrix, so a profile may raise them (tests/test_bm25.py builds with 1 and 3).
+    threads: 1
     resources:
         mem_mb=4000,
         runtime=120,
     shell:
-        "python -m citeval.bm25 index --papers {input.corpus}/papers "
-        "--pools {input.samples}/pools.parquet --group {wildcards.group} --rep {wildcards.rep} "
-        "--index-dir {output} --threads {threads} 2> {log}"
+        "python -m citeval.bm25 index --papers {input.corpus:q}/papers "
+        "--pools {input.samples:q}/pools.parquet --group {wildcards.group:q} "
+        "--rep {wildcards.rep:q} --index-dir {output:q} --threads {threads} 2> {log:q}"
 
 
 rule bm25_tune:
@@ -33,10 +36,11 @@ rule bm25_tune:
         f"{RESULTS}/tuning/bm25-{{setup}}.json",
     params:
         collections=lambda wildcards: " ".join(
-            f"--collection {group}.rep{rep}" for group, rep in bm25_tuning_collections(wildcards)
+            f"--collection {shlex.quote(collection.name)}"
+            for collection in bm25_tuning_collections(wildcards)
         ),
-        k1_grid=" ".join(str(value) for value in BM25["tune"]["k1_grid"]),
-        b_grid=" ".join(str(value) for value in BM25["tune"]["b_grid"]),
+        k1_grid=shell_words(*BM25["tune"]["k1_grid"]),
+        b_grid=shell_words(*BM25["tune"]["b_grid"]),
         metric=BM25["tune"]["metric"],
         k=config["retrieval"]["k"],
         searcher=BM25["searcher"],
@@ -51,10 +55,11 @@ rule bm25_tune:
         mem_mb=4000,
         runtime=240,
     shell:
-        "python -m citeval.bm25 tune --papers {input.corpus}/papers --sample-dir {input.samples} "
-        "{params.collections} "
-        "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric} "
-        "--k {params.k} --searcher {params.searcher} --threads {threads} --output {output} 2> {log}"
+        "python -m citeval.bm25 tune --papers {input.corpus:q}/papers "
+        "--sample-dir {input.samples:q} {params.collections} "
+        "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric:q} "
+        "--k {params.k:q} --searcher {params.searcher:q} --threads {threads} "
+        "--output {output:q} 2> {log:q}"
 
 
 rule bm25_search:
@@ -67,9 +72,9 @@ rule bm25_search:
         f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/bm25.trec",
     params:
         bm25=lambda wildcards, input: (
-            f"--params-json {input.parameters}"
+            shell_words("--params-json", input.parameters)
             if input.parameters
-            else f"--k1 {BM25['k1']} --b {BM25['b']}"
+            else shell_words("--k1", BM25["k1"], "--b", BM25["b"])
         ),
         k=config["retrieval"]["k"],
         searcher=BM25["searcher"],
@@ -84,7 +89,8 @@ rule bm25_search:
         mem_mb=4000,
         runtime=120,
     shell:
-        "python -m citeval.bm25 search --index-dir {input.index} --papers {input.corpus}/papers "
-        "--queries {input.samples}/queries.parquet --group {wildcards.group} "
-        "--k {params.k} {params.bm25} --searcher {params.searcher} --threads {threads} "
-        "--output {output} --tag bm25 2> {log}"
+        "python -m citeval.bm25 search --index-dir {input.index:q} "
+        "--papers {input.corpus:q}/papers --queries {input.samples:q}/queries.parquet "
+        "--group {wildcards.group:q} --k {params.k:q} {params.bm25} "
+        "--searcher {params.searcher:q} --threads {threads} --output {output:q} --tag bm25 "
+        "2> {log:q}"

@@ -1,5 +1,4 @@
 # Paths, input functions and wildcard constraints shared by every rule file.
-import csv
 import glob
 import json
 import os
@@ -10,12 +9,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval.cli import memory_bytes
+from citeval.collections import read_collections, tuning_collections
 
 # The citeval package is importable by every job, whether or not it was pip-installed
-# into the environment the job runs in (for example a per-rule conda env).
+# into the environment the job runs in (for example a per-rule conda env). The prefix is
+# formatted like a rule's command, hence the doubled braces.
+_PACKAGE_DIR = shlex.quote(str(Path(workflow.basedir) / "workflow"))
 shell.prefix(
-    f"export PYTHONPATH={Path(workflow.basedir) / 'workflow'}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
-    "set -euo pipefail; "
+    "export PYTHONPATH="
+    + _PACKAGE_DIR.replace("{", "{{").replace("}", "}}")
+    + "${{PYTHONPATH:+:$PYTHONPATH}}; set -euo pipefail; "
 )
 
 RESULTS = f"results/{config['dataset']}"
@@ -115,10 +118,9 @@ def sample_dir(setup, split):
 
 
 def collections(setup, split):
-    """(group, rep) pairs of one split, read from the sample checkpoint's output."""
+    """The collections of one split, read from the sample checkpoint's output."""
     checkpoints.sample.get(setup=setup)
-    with open(Path(sample_dir(setup, split)) / "collections.tsv") as handle:
-        return [(row["group"], int(row["rep"])) for row in csv.DictReader(handle, delimiter="\t")]
+    return read_collections(sample_dir(setup, split))
 
 
 def split_sample_dir(wildcards):
@@ -126,15 +128,11 @@ def split_sample_dir(wildcards):
     return sample_dir(wildcards.setup, wildcards.split)
 
 
-def collection_dir(setup, split, group, rep):
-    return f"{setup}-{split}/{group}.rep{rep}"
-
-
 def test_metric_files(wildcards=None):
     return [
-        f"{RESULTS}/metrics/{collection_dir(setup, 'test', group, rep)}/{model}.tsv"
+        f"{RESULTS}/metrics/{setup}-test/{collection.name}/{model}.tsv"
         for setup in SETUPS
-        for group, rep in collections(setup, "test")
+        for collection in collections(setup, "test")
         for model in MODELS
     ]
 
@@ -143,50 +141,67 @@ def final_outputs(wildcards):
     return [f"{RESULTS}/tables/provenance.json", *test_metric_files()]
 
 
+# --- command lines --------------------------------------------------------------------
+
+
+def shell_words(*words):
+    """Command-line words for a shell command, each quoted with shlex.quote."""
+    return " ".join(shlex.quote(str(word)) for word in words)
+
+
+# --- prefilter -----------------------------------------------------------------------
+
+
+def prefilter_arguments(wildcards):
+    rules = config["prefilter"]
+    words = [] if rules["require_year"] else ["--no-require-year"]
+    if not rules["require_title"]:
+        words.append("--no-require-title")
+    words += [
+        "--min-abstract-chars", rules["min_abstract_chars"],
+        "--min-citations", rules["min_citations"],
+        "--citation-direction", rules["citation_direction"],
+    ]
+    return shell_words(*words)
+
+
 # --- sample -----------------------------------------------------------------
 
+
 def sample_arguments(wildcards):
-    common = [
-        f"--seed {config['seed']}",
-        f"--query-year {SAMPLING['query_year']}",
-        f"--min-query-references {SAMPLING['min_query_references']}",
-        f"--on-too-small {SAMPLING['on_too_small']}",
+    words = [
+        "--seed", config["seed"],
+        "--query-year", SAMPLING["query_year"],
+        "--min-query-references", SAMPLING["min_query_references"],
+        "--on-too-small", SAMPLING["on_too_small"],
     ]
     if SAMPLING["exclude_query_ids"]:
-        common.append(f"--exclude-query-ids '{SAMPLING['exclude_query_ids']}'")
+        words += ["--exclude-query-ids", SAMPLING["exclude_query_ids"]]
     if wildcards.setup == "dataset":
         level = SAMPLING["dataset_level"]
-        specific = [
-            f"--num-queries {level['num_queries']}",
-            f"--num-valid-queries {SAMPLING['validation']['num_queries']}",
-            "--pool-sizes " + " ".join(str(size) for size in level["pool_sizes"]),
+        words += [
+            "--num-queries", level["num_queries"],
+            "--num-valid-queries", SAMPLING["validation"]["num_queries"],
+            "--pool-sizes", *level["pool_sizes"],
         ]
     else:
         level = SAMPLING["field_level"]
-        specific = [
-            f"--num-queries {level['queries_per_field']}",
-            f"--num-valid-queries {SAMPLING['validation']['queries_per_field']}",
-            f"--pool-size {level['pool_size']}",
-            "--fields " + " ".join(f"'{name}'" for name in level["fields"]),
+        words += [
+            "--num-queries", level["queries_per_field"],
+            "--num-valid-queries", SAMPLING["validation"]["queries_per_field"],
+            "--pool-size", level["pool_size"],
+            "--fields", *level["fields"],
         ]
-    return " ".join([*common, *specific, f"--repetitions {level['repetitions']}"])
+    words += ["--repetitions", level["repetitions"]]
+    return shell_words(*words)
 
 
 # --- bm25 -------------------------------------------------------------------
 
 
 def bm25_tuning_collections(wildcards):
-    """Validation collections that tune k1/b: the smallest pool, or every field."""
-    found = collections(wildcards.setup, "valid")
-    if not found:
-        raise ValueError(
-            f"bm25.tune.enabled is true but the {wildcards.setup}-level validation split is "
-            "empty: raise sampling.validation sizes or set bm25.tune.enabled: false"
-        )
-    if wildcards.setup == "dataset":
-        smallest = min(found, key=lambda item: int(item[0].removeprefix("pool-")))
-        found = [smallest]
-    return found
+    """Validation collections that tune k1/b (policy: citeval.collections)."""
+    return tuning_collections(wildcards.setup, collections(wildcards.setup, "valid"))
 
 
 def bm25_parameters(wildcards):

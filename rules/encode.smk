@@ -26,6 +26,7 @@ rule encode:
         mem_mb=8000,
         runtime=240,
     shell:
-        "python -m citeval.encode --model {wildcards.dense_model} --model-json {params.spec} "
-        "--papers {input.corpus}/papers --ids {input.ids} --shard-id {wildcards.index} "
-        "--num-shards {params.num_shards} --device {params.device} --output {output} 2> {log}"
+        "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
+        "--papers {input.corpus:q}/papers --ids {input.ids:q} --shard-id {wildcards.index:q} "
+        "--num-shards {params.num_shards:q} --device {params.device:q} --threads {threads} "
+        "--output {output:q} 2> {log:q}"

@@ -8,15 +8,7 @@ rule prefilter:
         papers=f"{RESULTS}/filtered/papers.parquet",
         report=f"{RESULTS}/filtered/filter_report.json",
     params:
-        rules=lambda wildcards: " ".join(
-            [
-                "" if config["prefilter"]["require_year"] else "--no-require-year",
-                "" if config["prefilter"]["require_title"] else "--no-require-title",
-                f"--min-abstract-chars {config['prefilter']['min_abstract_chars']}",
-                f"--min-citations {config['prefilter']['min_citations']}",
-                f"--citation-direction {config['prefilter']['citation_direction']}",
-            ]
-        ),
+        rules=prefilter_arguments,
         memory_limit=config["ingest"]["memory_limit"],
     conda:
         "../envs/core.yaml"
@@ -30,6 +22,6 @@ rule prefilter:
         mem_mb=max(3000, int(1.5 * memory_bytes(config["ingest"]["memory_limit"]) / 1e6)),
         runtime=60,
     shell:
-        "python -m citeval.filter --papers {input}/papers --output {output.papers} "
-        "--report {output.report} {params.rules} --memory-limit {params.memory_limit} "
-        "--threads {threads} 2> {log}"
+        "python -m citeval.filter --papers {input:q}/papers --output {output.papers:q} "
+        "--report {output.report:q} {params.rules} --memory-limit {params.memory_limit:q} "
+        "--threads {threads} 2> {log:q}"

@@ -21,5 +21,5 @@ rule fuse:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m citeval.fusion --runs {input} --k {params.k} --depth {params.depth} "
-        "--output {output} --tag {wildcards.fusion} 2> {log}"
+        "python -m citeval.fusion --runs {input:q} --k {params.k:q} --depth {params.depth:q} "
+        "--output {output:q} --tag {wildcards.fusion:q} 2> {log:q}"

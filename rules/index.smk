@@ -12,10 +12,10 @@ rule dense_retrieve:
         embeddings=lambda wildcards: f"{RESULTS}/embeddings/{wildcards.dense_model}",
         similarity=lambda wildcards: config["models"][wildcards.dense_model]["similarity"],
         pooling=lambda wildcards: config["models"][wildcards.dense_model]["pooling"],
-        index=(
-            f"--index {FAISS['index']} --ivf-nlist {FAISS['ivf_nlist']} "
-            f"--ivf-nprobe {FAISS['ivf_nprobe']} --hnsw-m {FAISS['hnsw_m']} "
-            f"--hnsw-ef-search {FAISS['hnsw_ef_search']}"
+        index=shell_words(
+            "--index", FAISS["index"], "--ivf-nlist", FAISS["ivf_nlist"],
+            "--ivf-nprobe", FAISS["ivf_nprobe"], "--hnsw-m", FAISS["hnsw_m"],
+            "--hnsw-ef-search", FAISS["hnsw_ef_search"],
         ),
         k=config["retrieval"]["k"],
     conda:
@@ -29,8 +29,9 @@ rule dense_retrieve:
         mem_mb=8000,
         runtime=120,
     shell:
-        "python -m citeval.retrieve --embeddings {params.embeddings} "
-        "--similarity {params.similarity} --pooling {params.pooling} "
-        "--queries {input.samples}/queries.parquet --pools {input.samples}/pools.parquet "
-        "--group {wildcards.group} --rep {wildcards.rep} --k {params.k} {params.index} "
-        "--threads {threads} --output {output.run} --tag {wildcards.dense_model} 2> {log}"
+        "python -m citeval.retrieve --embeddings {params.embeddings:q} "
+        "--similarity {params.similarity:q} --pooling {params.pooling:q} "
+        "--queries {input.samples:q}/queries.parquet --pools {input.samples:q}/pools.parquet "
+        "--group {wildcards.group:q} --rep {wildcards.rep:q} --k {params.k:q} {params.index} "
+        "--threads {threads} --output {output.run:q} --tag {wildcards.dense_model:q} "
+        "2> {log:q}"

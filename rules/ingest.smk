@@ -22,8 +22,9 @@ rule ingest_parse:
         mem_mb=1500,
         runtime=60,
     shell:
-        "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest parse --format {params.format} --input {input} "
-        "--output-dir {output} --max-bad-fraction {params.max_bad_fraction} 2> {log}"
+        "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest parse --format {params.format:q} "
+        "--input {input:q} --output-dir {output:q} "
+        "--max-bad-fraction {params.max_bad_fraction:q} 2> {log:q}"
 
 
 rule ingest_merge:
@@ -48,6 +49,7 @@ rule ingest_merge:
         mem_mb=max(4000, int(1.5 * memory_bytes(config["ingest"]["memory_limit"]) / 1e6)),
         runtime=240,
     shell:
-        "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest merge --staging {input} --output-dir {output} "
-        "--on-duplicate {params.on_duplicate} --rows-per-part {params.rows_per_part} "
-        "--memory-limit {params.memory_limit} --threads {threads} 2> {log}"
+        "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest merge --staging {input:q} "
+        "--output-dir {output:q} --on-duplicate {params.on_duplicate:q} "
+        "--rows-per-part {params.rows_per_part:q} --memory-limit {params.memory_limit:q} "
+        "--threads {threads} 2> {log:q}"

@@ -9,7 +9,7 @@ rule metrics:
         f"{RESULTS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.tsv",
     params:
         qrels=lambda wildcards, input: f"{input.samples}/qrels/{wildcards.group}.rep{wildcards.rep}.qrels",
-        cutoffs=" ".join(str(k) for k in config["metrics"]["cutoffs"]),
+        cutoffs=shell_words(*config["metrics"]["cutoffs"]),
     conda:
         "../envs/core.yaml"
     log:
@@ -18,5 +18,5 @@ rule metrics:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m citeval.metrics --run {input.run} --qrels {params.qrels} "
-        "--cutoffs {params.cutoffs} --missing-as-zero --output {output} 2> {log}"
+        "python -m citeval.metrics --run {input.run:q} --qrels {params.qrels:q} "
+        "--cutoffs {params.cutoffs} --missing-as-zero --output {output:q} 2> {log:q}"

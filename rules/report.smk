@@ -8,9 +8,9 @@ rule report:
     output:
         f"{RESULTS}/tables/provenance.json",
     params:
-        setups=" ".join(SETUPS),
-        models=" ".join(MODELS),
-        fields=" ".join(shlex.quote(name) for name in config["sampling"]["field_level"]["fields"]),
+        setups=shell_words(*SETUPS),
+        models=shell_words(*MODELS),
+        fields=shell_words(*config["sampling"]["field_level"]["fields"]),
         cutoff=config["metrics"]["cutoffs"][0],
         config_json=lambda wildcards: shlex.quote(json.dumps(config, sort_keys=True)),
         results=lambda wildcards, output: Path(output[0]).parent.parent,
@@ -23,7 +23,7 @@ rule report:
         mem_mb=1000,
         runtime=30,
     shell:
-        "python -m citeval.report --results {params.results} --setups {params.setups} "
-        "--models {params.models} --fields {params.fields} --cutoff {params.cutoff} "
-        "--config-json {params.config_json} --inputs {input.corpus_inputs} "
-        "--output-dir {params.output_dir} 2> {log}"
+        "python -m citeval.report --results {params.results:q} --setups {params.setups} "
+        "--models {params.models} --fields {params.fields} --cutoff {params.cutoff:q} "
+        "--config-json {params.config_json} --inputs {input.corpus_inputs:q} "
+        "--output-dir {params.output_dir:q} 2> {log:q}"

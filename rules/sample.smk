@@ -26,9 +26,9 @@ checkpoint sample:
         mem_mb=4000,
         runtime=120,
     shell:
-        "python -m citeval.sample {wildcards.setup} --filtered {input.filtered} "
-        "--corpus {input.corpus} --output-dir {params.output_dir} {params.arguments} "
-        "--memory-limit {params.memory_limit} --threads {threads} 2> {log}"
+        "python -m citeval.sample {wildcards.setup:q} --filtered {input.filtered:q} "
+        "--corpus {input.corpus:q} --output-dir {params.output_dir:q} {params.arguments} "
+        "--memory-limit {params.memory_limit:q} --threads {threads} 2> {log:q}"
 
 
 rule embed_ids:
@@ -44,4 +44,4 @@ rule embed_ids:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m citeval.sample embed-ids --samples {input} --output {output} 2> {log}"
+        "python -m citeval.sample embed-ids --samples {input:q} --output {output:q} 2> {log:q}"

@@ -21,7 +21,7 @@ if config["corpus"].get("synthetic"):
             mem_mb=2000,
             runtime=60,
         shell:
-            "python -m citeval.synth --num-papers {params.num_papers} "
-            "--num-shards {params.num_shards} --seed {params.seed} "
-            "--first-year {params.first_year} --last-year {params.last_year} "
-            "--output-pattern '{params.pattern}' 2> {log}"
+            "python -m citeval.synth --num-papers {params.num_papers:q} "
+            "--num-shards {params.num_shards:q} --seed {params.seed:q} "
+            "--first-year {params.first_year:q} --last-year {params.last_year:q} "
+            "--output-pattern {params.pattern:q} 2> {log:q}"

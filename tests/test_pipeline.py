@@ -8,6 +8,7 @@ byte-identical manifests, qrels, runs and tables.
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from citeval.collections import read_collections, tuning_collections
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -75,10 +78,32 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
     runs = sorted((out / "runs").rglob("*.trec"))
     assert {run.name for run in runs} == {"bm25.trec", "tiny.trec", "rrf.trec"}
     assert sorted((out / "samples" / "dataset-test" / "qrels").glob("*.qrels"))
-    tuning = yaml.safe_load((out / "tuning" / "bm25-dataset.json").read_text())
-    assert tuning
     for log in (out / "logs").rglob("*.log"):
         assert "Traceback" not in log.read_text(), log
+
+
+def test_bm25_is_tuned_on_the_policys_collections_and_picks_the_grid_argmax(two_runs):
+    out = two_runs[0] / "results" / "e2e"
+    config = yaml.safe_load((two_runs[0] / "config.yaml").read_text())
+    tune = config["bm25"]["tune"]
+    for setup, expected in (("dataset", ["pool-600.rep0"]), ("field", None)):
+        tuning = json.loads((out / "tuning" / f"bm25-{setup}.json").read_text())
+        valid = read_collections(out / "samples" / f"{setup}-valid")
+        policy = [c.name for c in tuning_collections(setup, valid)]
+        assert tuning["collections"] == policy == (expected or [c.name for c in valid])
+        assert (tuning["k1_grid"], tuning["b_grid"]) == (tune["k1_grid"], tune["b_grid"])
+        assert (tuning["metric"], tuning["k"]) == ("map", config["retrieval"]["k"])
+        points = [(k1, b) for k1 in tune["k1_grid"] for b in tune["b_grid"]]
+        assert [(p["k1"], p["b"]) for p in tuning["grid"]] == points
+        for point in tuning["grid"]:
+            assert sorted(point["per_collection"]) == sorted(policy)
+            assert point["score"] == pytest.approx(
+                sum(point["per_collection"].values()) / len(policy)
+            )
+        best = max(p["score"] for p in tuning["grid"])
+        first = next(p for p in tuning["grid"] if p["score"] == best)
+        assert (tuning["k1"], tuning["b"], tuning["score"]) == (first["k1"], first["b"], best)
+        assert 0.0 < best <= 1.0
 
 
 def test_second_dry_run_has_nothing_to_do(two_runs):

@@ -1,6 +1,5 @@
 """Sampling: protocol invariants on a small random citation graph."""
 
-import csv
 import json
 import random
 
@@ -8,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from corpus_builder import write_corpus
 
+from citeval.collections import read_collections
 from citeval.errors import ConfigError
 from citeval.filter import PrefilterRules, prefilter
 from citeval.sample import field_slug, main
@@ -59,11 +59,6 @@ def run_sample(corpus, out, *extra, setup="dataset"):
     return main(args)
 
 
-def read_collections(directory):
-    with open(directory / "collections.tsv") as handle:
-        return list(csv.DictReader(handle, delimiter="\t"))
-
-
 def pools(directory):
     table = pq.read_table(directory / "pools.parquet").to_pylist()
     result = {}
@@ -111,18 +106,21 @@ def test_dataset_level_protocol(corpus, tmp_path):
     assert all(years[q] == 2019 for q in test_queries | valid_queries)
 
     listing = read_collections(test_dir)
-    assert [(r["group"], r["rep"]) for r in listing] == [
-        ("pool-150", "0"),
-        ("pool-150", "1"),
-        ("pool-300", "0"),
-        ("pool-300", "1"),
+    assert [(r.group, r.rep) for r in listing] == [
+        ("pool-150", 0),
+        ("pool-150", 1),
+        ("pool-300", 0),
+        ("pool-300", 1),
     ]
-    assert [(r["group"], r["rep"]) for r in read_collections(valid_dir)] == [
-        ("pool-150", "0"),
-        ("pool-300", "0"),
+    assert [(r.group, r.rep) for r in read_collections(valid_dir)] == [
+        ("pool-150", 0),
+        ("pool-300", 0),
     ]
     refs = references(corpus)
     test_pools = pools(test_dir)
+    for r in listing:
+        assert (r.setup, r.split, r.n_queries) == ("dataset", "test", 12)
+        assert r.pool_size == r.requested_pool_size == len(test_pools[(r.group, r.rep)])
     for (group, rep), pool in test_pools.items():
         assert len(pool) == int(group.removeprefix("pool-"))
         assert all(years[p] <= 2019 for p in pool)
@@ -251,7 +249,7 @@ def test_field_level_pools_come_from_the_field_cited_set(corpus, tmp_path):
     listing = read_collections(test_dir)
     reps = {}
     for row in listing:
-        reps.setdefault(row["group"], []).append(int(row["rep"]))
+        reps.setdefault(row.group, []).append(row.rep)
     # Art's field-cited set (cited by Art papers) is smaller than the pool: one repetition.
     assert reps[field_slug("Art")] == [0]
     assert reps[field_slug("Biology")] == [0, 1, 2]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -37,21 +39,22 @@ def test_default_config_dry_run_lists_the_first_stages(workdir):
 
 
 @pytest.mark.parametrize(
-    ("override", "key"),
+    ("section", "key", "value"),
     [
-        ({"prefilter": {"min_abstract_chars": -1}}, "min_abstract_chars"),
-        ({"sampling": {"on_too_small": "shrug"}}, "on_too_small"),
-        ({"corpus": {"format": "csv"}}, "format"),
-        ({"retrieval": {"k": "many"}}, "k"),
+        ("prefilter", "min_abstract_chars", -1),
+        ("sampling", "on_too_small", "shrug"),
+        ("corpus", "format", "csv"),
+        ("retrieval", "k", "many"),
     ],
 )
-def test_invalid_config_value_fails_before_any_job_naming_the_key(workdir, override, key):
-    (workdir / "bad.yaml").write_text(yaml.safe_dump(override))
+def test_invalid_config_value_fails_before_any_job_naming_the_key(workdir, section, key, value):
+    (workdir / "bad.yaml").write_text(yaml.safe_dump({section: {key: value}}))
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(workdir / "bad.yaml"))
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "validation" in output.lower() or "ValidationError" in output
-    assert key in output
+    # jsonschema's message names the bad value, and the full key path it sits at.
+    assert f"ValidationError: {value!r} " in output
+    assert f"On instance['{section}']['{key}']:" in output
     assert "rule synth" not in result.stdout
 
 
@@ -66,3 +69,58 @@ def test_slurm_profile_dry_run_shows_slurm_resources(workdir):
     assert result.returncode == 0, result.stderr
     assert "slurm_partition=cpu" in result.stdout
     assert "mem_mb=32000" in result.stdout  # ingest_merge's cluster override
+
+
+def test_every_rule_that_declares_threads_passes_them_to_its_command():
+    """A rule's threads (which a profile's set-threads may change) reach its command."""
+    checked = []
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        blocks = re.split(r"^(?=[ \t]*(?:rule|checkpoint) \w+:)", path.read_text(), flags=re.M)
+        for block in blocks[1:]:
+            name = re.search(r"(?:rule|checkpoint) (\w+):", block).group(1)
+            if re.search(r"^\s+threads:", block, re.M):
+                assert "--threads {threads}" in block, f"{path.name}: rule {name}"
+                checked.append(name)
+    assert {"encode", "bm25_index", "bm25_tune", "dense_retrieve"} <= set(checked)
+
+
+def test_commands_quote_paths_and_names_that_need_it(workdir):
+    """Every word of a rule's command is shell-quoted: quotes and spaces in a field name, a
+    corpus path or the exclusion list reach the stage as one argument each."""
+    fields = ["Computer Science", "Women's Studies"]
+    pattern = "resources/synthetic/o'brien corpus/s2orc-{shard}.jsonl.gz"
+    exclude = "it's excluded; $(false).txt"
+    (workdir / exclude).write_text("")
+    config = {
+        "corpus": {"paths": [pattern]},
+        "sampling": {"exclude_query_ids": exclude, "field_level": {"fields": fields}},
+    }
+    (workdir / "quoting.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
+    # Targets before --configfile, which takes every word after it.
+    result = snakemake(
+        workdir, *targets, "-n", "-p", "--cores", "2", "--configfile", str(workdir / "quoting.yaml")
+    )
+    assert result.returncode == 0, result.stderr
+    commands = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("Shell command: "):
+            words = shlex.split(line.removeprefix("Shell command: "))
+            stage = words[words.index("-m") + 1]
+            if stage == "citeval.sample":
+                stage += "." + words[words.index("-m") + 2]
+            commands.setdefault(stage, []).append(words)
+
+    def after(words, option, count=1):
+        start = words.index(option) + 1
+        return words[start : start + count]
+
+    (synth,) = commands["citeval.synth"]
+    assert after(synth, "--output-pattern") == [pattern]
+    parse_inputs = sorted(after(words, "--input")[0] for words in commands["citeval.ingest"][:2])
+    assert parse_inputs == [pattern.format(shard=f"{i:05d}") for i in range(2)]
+    (field,) = commands["citeval.sample.field"]
+    assert after(field, "--fields", 3) == [*fields, "--repetitions"]
+    (dataset,) = commands["citeval.sample.dataset"]
+    for words in (field, dataset):
+        assert after(words, "--exclude-query-ids") == [exclude]

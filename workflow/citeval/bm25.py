@@ -11,7 +11,9 @@ through pyserini's Anserini jar; :mod:`citeval.lucene` starts the JVM and explai
   into place. Papers with neither title nor abstract are left out (nothing could match
   them). The index also carries its impact matrix (:mod:`citeval.impacts`), built from
   the same documents and checked against Lucene's statistics. ``citeval-index.json``
-  inside the index records what went in.
+  inside the index records what went in. Lucene writes with one thread whatever
+  ``--threads`` says (:data:`LUCENE_WRITER_THREADS`), so an index is the same for every
+  thread count; ``--threads`` speeds up the corpus scan and the impact matrix.
 * ``search`` runs one query per query paper, ``title + " " + abstract``, with Lucene's
   ``BM25Similarity(k1, b)``, scored either by the impact matrix (``--searcher impacts``,
   the default: the same scores and rankings as Lucene, bit for bit, several times faster
@@ -64,7 +66,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import logging
 import math
@@ -81,6 +82,7 @@ from tqdm import tqdm
 
 from citeval import impacts, lucene
 from citeval.cli import positive_int, run_cli
+from citeval.collections import collection_name, listing_path, read_collections
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import parquet_glob, write_json
 from citeval.trec import Run, rank_documents, read_qrels, write_run
@@ -92,6 +94,18 @@ DEFAULT_B = 0.4
 DOC_SEPARATOR = "\n"
 QUERY_SEPARATOR = " "
 JSON_BATCH_ROWS = 10_000
+LUCENE_WRITER_THREADS = 1
+"""Threads of Lucene's ``IndexCollection``, whatever ``--threads`` says.
+
+With one writer thread the documents enter Lucene in ``paper_id`` order and are numbered
+in that order, so the index (its documents, postings and norms, the doc number -> id
+table and the impact matrix) is the same for any ``--threads``, on a workstation or under
+SLURM. Parallel writers number documents in a scheduling-dependent order and split them
+into segments differently. (One writer flushes a segment each time its buffer fills, and
+Lucene's default merge policy, which could reorder segments, starts merging only past ten
+of them.) Lucene's own files still differ from build to build in their random segment
+ids, which nothing reads.
+"""
 
 
 def paper_text(title: str | None, abstract: str | None, separator: str) -> str:
@@ -246,11 +260,8 @@ def build_pool_index(
     The index carries its impact matrix (:mod:`citeval.impacts`), built from the same
     documents and checked against Lucene's statistics before the index is committed.
 
-    With ``threads == 1`` the documents enter Lucene in ``paper_id`` order, so every build
-    gives the same index. More threads index faster, in a scheduling-dependent order and
-    segment layout; the BM25 statistics do not change, and on a 200k-document pool
-    (1 vs 2 segments) 200 queries x 500 hits came out with bit-identical scores, but Lucene
-    does not promise that float sums never depend on the layout.
+    ``threads`` go to DuckDB and to the analysis behind the impact matrix; Lucene writes
+    with :data:`LUCENE_WRITER_THREADS`, so every ``threads`` gives the same index.
     """
     lucene.start_jvm()
     con = _connect(threads, memory_limit)
@@ -261,7 +272,7 @@ def build_pool_index(
         prefix=f".{index_path.name}.collection.", dir=index_path.parent
     ) as tmp:
         batches = iter_pool_papers(con, papers_dir, pools_path, group, rep)
-        written, empty = write_json_collection(batches, Path(tmp), n_pool, threads)
+        written, empty = write_json_collection(batches, Path(tmp), n_pool, LUCENE_WRITER_THREADS)
         if empty:
             LOG.warning(
                 "%d of %d pool papers have no title or abstract; not indexed", empty, n_pool
@@ -280,14 +291,21 @@ def build_pool_index(
             "anserini_jar": lucene.anserini_jar().name,
         }
         LOG.info(
-            "indexing %d documents of %s.rep%d with %d thread(s)", written, group, rep, threads
+            "indexing %d documents of %s.rep%d (Lucene: %d thread; impact matrix: %d)",
+            written,
+            group,
+            rep,
+            LUCENE_WRITER_THREADS,
+            threads,
         )
 
         def add_impacts(index: Path) -> dict[str, Any]:
             documents = iter_json_collection(tmp)
             return {"impacts": impacts.build_impacts(index, documents, written, threads)}
 
-        n_docs = lucene.build_index(tmp, index_path, threads, metadata, extend=add_impacts)
+        n_docs = lucene.build_index(
+            tmp, index_path, LUCENE_WRITER_THREADS, metadata, extend=add_impacts
+        )
     if n_docs != written:
         raise lucene.LuceneError(
             f"Lucene indexed {n_docs} documents of {written} written for {group}.rep{rep}"
@@ -456,32 +474,6 @@ def _search_command(args: argparse.Namespace) -> None:
 # --- tuning -------------------------------------------------------------------------------
 
 
-def read_collections(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows of a ``collections.tsv`` (setup, split, group, rep, n_queries, pool_size, ...)."""
-    where = str(path)
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-    except OSError as error:
-        raise InputDataError(f"cannot read: {error.strerror}", path=where) from error
-    needed = {"setup", "split", "group", "rep"}
-    if rows and not needed <= rows[0].keys():
-        raise InputDataError(f"needs columns {sorted(needed)}", path=where, line=1)
-    for number, row in enumerate(rows, start=2):
-        try:
-            row["rep"] = int(row["rep"])
-        except (TypeError, ValueError):
-            raise InputDataError(
-                f"rep is not an integer: {row['rep']!r}", path=where, line=number, field="rep"
-            ) from None
-    return rows
-
-
-def collection_name(group: str, rep: int) -> str:
-    """``<group>.rep<rep>``, the name used by qrels files, indexes and runs."""
-    return f"{group}.rep{rep}"
-
-
 def _grid(values: Sequence[float], name: str, upper: float | None = None) -> list[float]:
     grid = list(dict.fromkeys(float(v) for v in values))
     if not grid:
@@ -548,23 +540,23 @@ def tune(
     k1_values = _grid(k1_grid, "k1 grid")
     b_values = _grid(b_grid, "b grid", upper=1.0)
     sample = Path(sample_dir)
-    rows = read_collections(sample / "collections.tsv")
+    rows = read_collections(sample)
     if collections:
         wanted = set(collections)
-        unknown = wanted - {collection_name(r["group"], r["rep"]) for r in rows}
+        unknown = wanted - {r.name for r in rows}
         if unknown:
-            raise ConfigError(f"collections not in {sample / 'collections.tsv'}: {sorted(unknown)}")
-        rows = [r for r in rows if collection_name(r["group"], r["rep"]) in wanted]
+            raise ConfigError(f"collections not in {listing_path(sample)}: {sorted(unknown)}")
+        rows = [r for r in rows if r.name in wanted]
     if not rows:
-        raise InputDataError("no collections to tune on", path=str(sample / "collections.tsv"))
+        raise InputDataError("no collections to tune on", path=str(listing_path(sample)))
 
     points = [(k1, b) for k1 in k1_values for b in b_values]
     per_point: list[dict[str, float]] = [{} for _ in points]
     con = _connect(threads, memory_limit)
     query_cache: dict[str, list[tuple[str, str]]] = {}
-    names = [collection_name(r["group"], r["rep"]) for r in rows]
+    names = [r.name for r in rows]
     for row, name in zip(rows, names, strict=True):
-        group, rep = row["group"], row["rep"]
+        group, rep = row.group, row.rep
         qrels = read_qrels(sample / "qrels" / f"{name}.qrels")
         if group not in query_cache:
             query_cache[group] = load_queries(con, papers_dir, sample / "queries.parquet", group)
@@ -660,7 +652,8 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=positive_int,
         default=1,
-        help="CPU threads for DuckDB, Lucene indexing and search (default: 1)",
+        help="CPU threads for DuckDB, the impact matrix and search; Lucene writes an index "
+        "with one thread, so the index does not depend on this (default: 1)",
     )
     parser.add_argument(
         "--java-heap",

@@ -450,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=2,
-        help="CPU threads for DuckDB and for torch on CPU (default 2, the rule's threads)",
+        help="CPU threads for DuckDB and for torch on CPU; the encode rule passes its "
+        "threads (default 2)",
     )
     parser.add_argument("--force", action="store_true", help="recompute an existing shard")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -426,7 +426,7 @@ def _hf_load(
             if local
             else "it is not a local folder, and the Hugging Face hub cannot be reached or "
             "has no such model; download it where the hub is reachable (e.g. "
-            f"`hf download {path} --local-dir models/{spec.name}`) and set "
+            f"`hf download {path} --local-dir resources/models/{spec.name}`) and set "
             f"models.{spec.name}.path to that folder"
         )
         raise CitevalError(

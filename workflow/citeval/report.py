@@ -18,7 +18,6 @@ Tables (TSV with full precision, Markdown rounded as in the paper; values are pe
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import json
 import logging
@@ -31,6 +30,7 @@ from pathlib import Path
 from statistics import fmean
 
 from citeval.cli import run_cli
+from citeval.collections import CollectionInfo, pool_size_of, read_collections
 from citeval.errors import InputDataError
 from citeval.io import file_fingerprint, write_json, write_text
 from citeval.metrics import read_per_query_tsv
@@ -45,21 +45,13 @@ PACKAGES = (
 )  # fmt: skip
 
 
-def read_collections(results: Path, setup: str) -> list[dict[str, str]]:
-    """Rows of ``samples/<setup>-test/collections.tsv`` (group, rep, pool sizes, ...)."""
-    listing = results / "samples" / f"{setup}-test" / "collections.tsv"
-    try:
-        with open(listing) as handle:
-            return list(csv.DictReader(handle, delimiter="\t"))
-    except OSError as error:
-        raise InputDataError(
-            f"cannot read the collection list: {error.strerror}", path=listing
-        ) from None
+def collections_of_test_split(results: Path, setup: str) -> list[CollectionInfo]:
+    """The rows of ``samples/<setup>-test/collections.tsv``."""
+    return read_collections(results / "samples" / f"{setup}-test")
 
 
-def metrics_path(results: Path, setup: str, collection: dict[str, str], model: str) -> Path:
-    name = f"{collection['group']}.rep{collection['rep']}"
-    return results / "metrics" / f"{setup}-test" / name / f"{model}.tsv"
+def metrics_path(results: Path, setup: str, collection: CollectionInfo, model: str) -> Path:
+    return results / "metrics" / f"{setup}-test" / collection.name / f"{model}.tsv"
 
 
 def collection_means(
@@ -67,7 +59,7 @@ def collection_means(
 ) -> dict[tuple[str, int, str], dict[str, float]]:
     """(group, rep, model) -> measure -> mean over the collection's queries."""
     means = {}
-    for collection in read_collections(results, setup):
+    for collection in collections_of_test_split(results, setup):
         for model in models:
             path = metrics_path(results, setup, collection, model)
             per_query = read_per_query_tsv(path)
@@ -76,7 +68,7 @@ def collection_means(
             missing = [m for m in measures if m not in per_query["all"]]
             if missing:
                 raise InputDataError(f"measures {missing} are missing", path=path)
-            key = (collection["group"], int(collection["rep"]), model)
+            key = (collection.group, collection.rep, model)
             means[key] = {m: per_query["all"][m] for m in measures}
     return means
 
@@ -84,12 +76,12 @@ def collection_means(
 def pool_labels(results: Path) -> dict[str, str]:
     """Column label per dataset-level group: the pool size, or the actual size if capped."""
     actual: dict[str, int] = {}
-    for collection in read_collections(results, "dataset"):
-        size = int(collection["pool_size"])
-        actual[collection["group"]] = max(size, actual.get(collection["group"], 0))
+    for collection in collections_of_test_split(results, "dataset"):
+        size = collection.pool_size
+        actual[collection.group] = max(size, actual.get(collection.group, 0))
     labels = {}
     for group, size in actual.items():
-        requested = int(group.removeprefix("pool-"))
+        requested = pool_size_of(group)
         labels[group] = str(requested) if size >= requested else f"{size} (capped)"
     return labels
 
@@ -134,7 +126,7 @@ def dataset_level_table(
 ) -> list[list[object]]:
     measures = {"MAP": "map", "NDCG": "ndcg", f"R@{cutoff}": f"recall_{cutoff}"}
     means = mean_over_reps(collection_means(results, "dataset", models, list(measures.values())))
-    groups = sorted({group for group, _ in means}, key=lambda g: int(g.removeprefix("pool-")))
+    groups = sorted({group for group, _ in means}, key=pool_size_of)
     labels = pool_labels(results)
     header = ["model"] + [f"{labels[g]} {label}" for g in groups for label in measures]
     rows = [
@@ -172,8 +164,8 @@ def field_level_tables(
 def summary_table(results: Path, setups: Sequence[str], models: Sequence[str]) -> str:
     lines = ["setup\tgroup\trep\tmodel\tmeasure\tvalue"]
     for setup in setups:
-        for collection in read_collections(results, setup):
-            group, rep = collection["group"], collection["rep"]
+        for collection in collections_of_test_split(results, setup):
+            group, rep = collection.group, collection.rep
             for model in models:
                 path = metrics_path(results, setup, collection, model)
                 for measure, value in sorted(read_per_query_tsv(path)["all"].items()):

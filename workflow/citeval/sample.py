@@ -44,8 +44,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from citeval.cli import run_cli
+from citeval.collections import CollectionInfo, collection_name, pool_group, write_collections
 from citeval.errors import ConfigError, InputDataError
-from citeval.io import parquet_glob, write_json, write_parquet, write_text
+from citeval.io import parquet_glob, write_json, write_parquet
 from citeval.trec import write_qrels
 
 log = logging.getLogger(__name__)
@@ -265,7 +266,7 @@ def sample_dataset_level(
         query_set = set(queries_of_split)
         reps = repetitions if split == "test" else 1
         for requested in pool_sizes:
-            group = f"pool-{requested}"
+            group = pool_group(requested)
             # Uncited queries are never drawn, so they do not count as available.
             available = len(data.candidate_ids) - len(query_set - positives)
             size = guard.check(f"dataset-level {split} {group}", requested, available)
@@ -389,14 +390,17 @@ def write_split(setup: str, split: str, collections: list[Collection], out_dir: 
         schema=POOL_SCHEMA,
     )
     write_parquet(pool_table, out_dir / "pools.parquet")
-    lines = ["setup\tsplit\tgroup\trep\tn_queries\tpool_size\trequested_pool_size"]
     for c in ordered:
-        write_qrels(c.qrels, out_dir / "qrels" / f"{c.group}.rep{c.rep}.qrels")
-        lines.append(
-            f"{setup}\t{split}\t{c.group}\t{c.rep}\t{len(c.queries)}\t{len(c.pool)}\t"
-            f"{c.requested_pool_size}"
-        )
-    write_text("\n".join(lines) + "\n", out_dir / "collections.tsv")
+        write_qrels(c.qrels, out_dir / "qrels" / f"{collection_name(c.group, c.rep)}.qrels")
+    write_collections(
+        (
+            CollectionInfo(
+                setup, split, c.group, c.rep, len(c.queries), len(c.pool), c.requested_pool_size
+            )
+            for c in ordered
+        ),
+        out_dir,
+    )
 
 
 def read_excluded_ids(path: str | None) -> set[str]:

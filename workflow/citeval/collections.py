@@ -1,0 +1,143 @@
+"""The collection list of a sample (``collections.tsv``) and the BM25 tuning policy.
+
+A *collection* is one (group, repetition) of a sample split: one candidate pool, the
+split's queries of that group, and their qrels. ``python -m citeval.sample`` writes the
+list of a split's collections to ``samples/<setup>-<split>/collections.tsv``, a TSV with
+the header :data:`COLUMNS`, one row per collection, sorted by (group, rep)::
+
+    setup    split  group      rep  n_queries  pool_size  requested_pool_size
+    dataset  test   pool-1600  0    40         1600       1600
+
+Dataset-level groups are named ``pool-<requested size>`` (:func:`pool_group`), field-level
+groups by the field's slug (``computer-science``). A collection's files are named
+``<group>.rep<rep>`` (:func:`collection_name`): its qrels, index, runs and metrics.
+
+This module is the one place that writes and reads that file, for the sampler, the
+Snakefile's input functions, ``bm25 tune`` and the report; and the one place that says
+which validation collections tune BM25 (:func:`tuning_collections`).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import astuple, dataclass
+from pathlib import Path
+
+from citeval.errors import ConfigError, InputDataError
+from citeval.io import write_text
+
+FILENAME = "collections.tsv"
+COLUMNS = ("setup", "split", "group", "rep", "n_queries", "pool_size", "requested_pool_size")
+POOL_PREFIX = "pool-"
+_INTEGER_COLUMNS = ("rep", "n_queries", "pool_size", "requested_pool_size")
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    """One row of ``collections.tsv``."""
+
+    setup: str
+    split: str
+    group: str
+    rep: int
+    n_queries: int
+    pool_size: int
+    requested_pool_size: int
+
+    @property
+    def name(self) -> str:
+        """``<group>.rep<rep>``, the name of the collection's files."""
+        return collection_name(self.group, self.rep)
+
+
+def collection_name(group: str, rep: int) -> str:
+    """``<group>.rep<rep>``, the name used by qrels files, indexes, runs and metrics."""
+    return f"{group}.rep{rep}"
+
+
+def pool_group(size: int) -> str:
+    """The dataset-level group of a requested pool size: ``pool-<size>``."""
+    return f"{POOL_PREFIX}{int(size)}"
+
+
+def pool_size_of(group: str) -> int:
+    """The requested pool size of a dataset-level group (``pool-1600`` -> 1600)."""
+    digits = group.removeprefix(POOL_PREFIX)
+    if digits == group or not digits.isdigit():
+        raise ValueError(f"{group!r} is not a dataset-level group ({POOL_PREFIX}<size>)")
+    return int(digits)
+
+
+def listing_path(sample_dir: str | os.PathLike) -> Path:
+    """``<sample_dir>/collections.tsv``."""
+    return Path(sample_dir) / FILENAME
+
+
+def write_collections(rows: Iterable[CollectionInfo], sample_dir: str | os.PathLike) -> Path:
+    """Write the collection list of one sample split, sorted by (group, rep); atomic."""
+    lines = ["\t".join(COLUMNS)]
+    for row in sorted(rows, key=lambda row: (row.group, row.rep)):
+        lines.append("\t".join(str(value) for value in astuple(row)))
+    path = listing_path(sample_dir)
+    write_text("\n".join(lines) + "\n", path)
+    return path
+
+
+def read_collections(path: str | os.PathLike) -> list[CollectionInfo]:
+    """The rows of a ``collections.tsv``, given the file or its sample folder.
+
+    Every column of :data:`COLUMNS` must be present; an error names the file, line and
+    field of a bad value.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = listing_path(path)
+    where = str(path)
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle, delimiter="\t")
+            header = reader.fieldnames or []
+            records = list(reader)
+    except OSError as error:
+        raise InputDataError(
+            f"cannot read the collection list: {error.strerror}", path=where
+        ) from None
+    missing = [column for column in COLUMNS if column not in header]
+    if missing:
+        raise InputDataError(f"columns {missing} are missing", path=where, line=1)
+    rows = []
+    for number, record in enumerate(records, start=2):
+        values: dict[str, str | int] = {column: record[column] for column in COLUMNS}
+        for column in _INTEGER_COLUMNS:
+            try:
+                values[column] = int(record[column])
+            except (TypeError, ValueError):
+                raise InputDataError(
+                    f"{column} is not an integer: {record[column]!r}",
+                    path=where,
+                    line=number,
+                    field=column,
+                ) from None
+        rows.append(CollectionInfo(**values))  # type: ignore[arg-type]
+    return rows
+
+
+def tuning_collections(setup: str, valid: Sequence[CollectionInfo]) -> list[CollectionInfo]:
+    """The validation collections that tune BM25's k1 and b for ``setup``.
+
+    Dataset-level: the smallest pool (its first repetition; validation samples one).
+    Field-level: every field. An empty validation split is a config error, since tuning
+    is switched on.
+    """
+    if not valid:
+        raise ConfigError(
+            f"bm25.tune.enabled is true but the {setup}-level validation split is empty: "
+            "raise sampling.validation sizes or set bm25.tune.enabled: false"
+        )
+    if setup == "dataset":
+        return [min(valid, key=lambda row: (pool_size_of(row.group), row.rep))]
+    if setup == "field":
+        return list(valid)
+    raise ValueError(f"unknown setup {setup!r} (dataset or field)")
