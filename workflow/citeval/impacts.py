@@ -1,10 +1,10 @@
 """Lucene's BM25, scored in bulk from an impact matrix stored beside the Lucene index.
 
-Lucene answers a 130-term disjunctive query by walking every posting list through its
-scorer tree, one document at a time; at k = 500 its dynamic pruning skips little, and on a
-pool of 200k papers it answers about 47 queries/s on 2 cores, half of what bm25s does with
-sparse-matrix arithmetic (README, "Benchmarks"). This module does bm25s's arithmetic on
-Lucene's numbers, so that a run is the run Lucene would give, score for score:
+Lucene answers a disjunctive query of a whole abstract's terms by walking every posting
+list through its scorer tree, one document at a time; at k = 500 its dynamic pruning skips
+little, so it is slower than bm25s's sparse-matrix arithmetic (docs/benchmarks.md). This
+module does bm25s's arithmetic on Lucene's numbers, so that a run is the run Lucene would
+give, score for score:
 
 * **The same terms.** Documents and queries go through the analyzer that built the index
   (Anserini's ``DefaultEnglishAnalyzer``, called in the JVM); a query is Anserini's bag
@@ -38,7 +38,6 @@ Layout (inside the Lucene index folder, written atomically as one sub-folder)::
 Memory: building peaks at about 36 bytes per posting, while the postings are sorted into
 term order, plus the vocabulary; searching holds 12 bytes per posting (float32 impacts and
 divisors, int32 doc numbers) plus one float64 score per document per searching thread.
-The synthetic 200k-paper benchmark pool has 13.4M postings (about 160 MB to search).
 """
 
 from __future__ import annotations
