@@ -1,4 +1,4 @@
-"""Tests for citeval.json_lists against msgspec's own decoding of the same lists."""
+"""Tests for citeval.ingest.json_lists against msgspec's own decoding of the same lists."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import msgspec
 import pyarrow as pa
 import pytest
 
-from citeval.json_lists import plain_string_lists
+from citeval.ingest.json_lists import plain_string_lists
 
 STRING_LIST = pa.list_(pa.string())
 

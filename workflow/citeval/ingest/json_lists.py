@@ -1,17 +1,16 @@
 """Turn raw JSON lists of plain strings into an Arrow list array without Python strings.
 
 S2ORC's citation lists are most of every record (a paper cites and is cited by tens of
-ids), and decoding them into Python ``str`` objects, converting those to Arrow and freeing
-them was about 10 of parse's 22 CPU microseconds per paper. msgspec can instead hand each
-list over as its raw JSON text (``msgspec.Raw``), still checking that it is well-formed
-JSON; :func:`plain_string_lists` then converts a whole chunk's lists at once in Arrow and
-numpy.
+ids). Decoding them into Python ``str`` objects, converting those to Arrow and freeing
+them would be a large share of parse's work. msgspec can instead hand each list over as its raw
+JSON text (``msgspec.Raw``), still checking that it is well-formed JSON;
+:func:`plain_string_lists` then converts a whole chunk's lists at once in Arrow and numpy.
 
 That is exact only for *plain* lists: ``null`` or ``[...]`` holding nothing but strings
 without a backslash, bracket, comma or whitespace, which describes every id in S2ORC and
 S2AG. Anything else (an escape, a number, a nested list, invalid UTF-8) makes the function
-return None, and the caller decodes that chunk the exact way, so errors and skips are
-reported as before.
+return None, and the caller decodes that chunk line by line, so errors and skips are
+reported as on any other path.
 """
 
 from __future__ import annotations
