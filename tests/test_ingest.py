@@ -15,7 +15,7 @@ import pytest
 
 from citeval import cli, ingest
 from citeval.errors import InputDataError
-from citeval.ingest import formats, main, memory, merge_staging, parse_json, parse_shard
+from citeval.ingest import decode, formats, main, memory, merge_staging, parse_shard
 from citeval.ingest.ranges import pid_ranges, range_index, runs_by_range
 
 REPO = Path(__file__).resolve().parents[1]
@@ -210,7 +210,7 @@ def test_invalid_utf8_is_located_or_skipped(tmp_path):
 
 
 def test_invalid_utf8_in_a_citation_list_is_located(tmp_path):
-    # msgspec leaves raw lists unchecked for UTF-8: json_lists must refuse the chunk.
+    # A bad id inside a list is located like a bad value of any other field.
     path = tmp_path / "p.jsonl"
     bad = json.dumps(paper("b", outbound_citations=["a\udcff"]), ensure_ascii=False)
     path.write_bytes(
@@ -221,8 +221,8 @@ def test_invalid_utf8_in_a_citation_list_is_located(tmp_path):
     assert info.value.line == 2
 
 
-def test_fast_path_is_taken_and_stages_what_the_exact_path_stages(tmp_path, monkeypatch):
-    # The raw-list fast path against the line-by-line path on the same records.
+def test_whole_chunk_path_is_taken_and_stages_what_line_by_line_stages(tmp_path, monkeypatch):
+    # The whole-chunk path against the line-by-line path on the same records.
     rows = [
         paper(f"p{i}", outbound_citations=[f"p{j}" for j in range(i)], inbound_citations=None)
         for i in range(30)
@@ -230,13 +230,13 @@ def test_fast_path_is_taken_and_stages_what_the_exact_path_stages(tmp_path, monk
     rows[3] = paper("p3", outbound_citations=None, mag_field_of_study=None, abstract=None)
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     taken = []
-    fast = parse_json.stage_v2020_chunk
+    whole = decode.decode_whole_chunk
     monkeypatch.setattr(
-        parse_json, "stage_v2020_chunk", lambda *args: taken.append(fast(*args)) or taken[-1]
+        decode, "decode_whole_chunk", lambda *args: taken.append(whole(*args)) or taken[-1]
     )
     fast_report = parse_shard(path, "s2orc_v2020", tmp_path / "fast")
-    assert taken == [True]
-    monkeypatch.setattr(parse_json, "stage_v2020_chunk", lambda *args: False)
+    assert len(taken) == 1 and len(taken[0]) == 30
+    monkeypatch.setattr(decode, "decode_whole_chunk", lambda *args: None)
     exact_report = parse_shard(path, "s2orc_v2020", tmp_path / "exact")
     staged = pq.read_table(tmp_path / "fast" / "papers")
     assert staged.equals(pq.read_table(tmp_path / "exact" / "papers"))
@@ -246,9 +246,7 @@ def test_fast_path_is_taken_and_stages_what_the_exact_path_stages(tmp_path, monk
     }
 
 
-def test_citation_lists_that_are_not_plain_take_the_exact_path(tmp_path):
-    # Ids with an escape, a space or a comma are legal: json_lists refuses such a chunk
-    # and it is decoded line by line instead, with the same result.
+def test_ids_with_escapes_spaces_and_commas_are_kept(tmp_path):
     odd = ['q"1', "q 2", "q,3", "q\\4"]
     rows = [paper("p", outbound_citations=odd, inbound_citations=None)]
     rows += [paper(pid, inbound_citations=["p"]) for pid in odd]

@@ -14,7 +14,6 @@ The modules, one job each:
 - ``formats``: the input formats, their msgspec record types and the parquet columns;
 - ``lines``: reading an input file as chunks of complete lines, gzip or not;
 - ``decode``: decoding a chunk into records, at once or line by line;
-- ``json_lists``: raw JSON citation lists straight into Arrow (the v2020 fast path);
 - ``parse_json``, ``parse_parquet``: staging each format; ``parse``: one file's step;
 - ``schemas``, ``parts``, ``staging``: the tables, their part files, a staging directory;
 - ``merge``: the merge step and its DuckDB session; ``edges`` and ``papers``: writing

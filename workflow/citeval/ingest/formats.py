@@ -64,13 +64,6 @@ class V2020Paper(msgspec.Struct, gc=False):
     inbound_citations: list[str] | None = None
 
 
-class V2020PaperRawCitations(V2020Paper):
-    """``V2020Paper`` with the citation lists left as raw JSON, for ``json_lists``."""
-
-    outbound_citations: msgspec.Raw = msgspec.Raw(b"")
-    inbound_citations: msgspec.Raw = msgspec.Raw(b"")
-
-
 class S2agFieldOfStudy(msgspec.Struct, gc=False):
     category: str | None = None
     source: str | None = None

@@ -1,18 +1,14 @@
-"""Stage JSON lines (S2ORC v2020, S2AG papers, abstracts and citations) as staged batches.
+"""Stage JSON lines (S2ORC v2020, S2AG papers, abstracts and citations).
 
-S2ORC v2020 has one decode path with an exact fallback. A chunk is decoded at once with
-its citation lists left as raw JSON, which ``json_lists`` turns into Arrow lists without
-making a Python string per id (the lists are most of every record). A chunk that path
-refuses (a bad record, a blank line, or an id that is not plain) is decoded line by line
-into ``V2020Paper`` records, which locates every problem. Both give the same staged rows
-and counts. S2AG records are small: each chunk is decoded at once into records, or line
-by line where that fails.
+Every format takes the one decode path of ``citeval.ingest.decode``: each chunk of lines
+is decoded at once into msgspec records, or line by line where that fails, and the
+records of a chunk become one staged batch.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -20,17 +16,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from citeval.ingest.decode import decode_chunk, decode_each_line, decode_whole_chunk
+from citeval.ingest.decode import decode_chunk
 from citeval.ingest.formats import (
     RECORD_TYPES,
     S2agAbstract,
     S2agCitation,
     S2agPaper,
     V2020Paper,
-    V2020PaperRawCitations,
 )
-from citeval.ingest.json_lists import plain_string_lists
-from citeval.ingest.lines import LineChunk, iter_line_chunks
+from citeval.ingest.lines import iter_line_chunks
 from citeval.ingest.schemas import (
     STAGE_ABSTRACTS_SCHEMA,
     STAGE_EDGES_SCHEMA,
@@ -79,71 +73,21 @@ def _lists_or_empty(lists: list[list[str] | None]) -> pa.ListArray:
 # S2ORC v2020
 
 
-def stage_v2020(
-    records: list[V2020Paper] | list[V2020PaperRawCitations],
-    lines: np.ndarray,
-    out: StagingWriters,
-    citations: tuple[pa.ListArray, pa.ListArray] | None = None,
-) -> None:
-    """Stage decoded records; ``citations`` are their (outbound, inbound) lists when the
-    records hold them raw (``stage_v2020_chunk``)."""
+def stage_v2020(records: list[V2020Paper], lines: np.ndarray, out: StagingWriters) -> None:
     ids = pa.array([r.paper_id for r in records], pa.string())
     titles = [r.title for r in records]
     abstracts = [r.abstract for r in records]
     years = [r.year for r in records]
     fields = _lists_or_empty([r.mag_field_of_study for r in records])
     out.count_missing(titles, abstracts, years)
-    if citations is None:
-        citations = (
-            pa.array([r.outbound_citations for r in records], STRING_LIST),
-            pa.array([r.inbound_citations for r in records], STRING_LIST),
-        )
-    outbound, inbound = citations
+    outbound = pa.array([r.outbound_citations for r in records], STRING_LIST)
+    inbound = pa.array([r.inbound_citations for r in records], STRING_LIST)
     out.report.edges_written += n_items(outbound) + n_items(inbound)
     out.papers.write(
         papers_batch(
             ids, titles, abstracts, years, fields, pa.array(lines), citations=(outbound, inbound)
         )
     )
-
-
-def stage_v2020_chunk(decoder: msgspec.json.Decoder, chunk: LineChunk, out: StagingWriters) -> bool:
-    """Stage a chunk of v2020 lines with their citation lists converted by ``json_lists``.
-
-    ``decoder`` decodes ``V2020PaperRawCitations``. Returns False, having counted and
-    staged nothing, when any line or list needs the exact path: a malformed or mistyped
-    record, a blank line, or a list that is not plain.
-    """
-    records = decode_whole_chunk(decoder, chunk)
-    if records is None:
-        return False
-    raw_outbound = [r.outbound_citations for r in records]
-    raw_inbound = [r.inbound_citations for r in records]
-    try:
-        outbound = plain_string_lists(raw_outbound)
-        inbound = None if outbound is None else plain_string_lists(raw_inbound)
-        if inbound is None:
-            return False
-        out.report.lines_read += chunk.n_lines
-        out.report.records_read += chunk.n_lines
-        stage_v2020(records, chunk.line_numbers, out, citations=(outbound, inbound))
-        return True
-    finally:
-        # Raw values are views of the chunk's buffer, which iter_line_chunks refills: none
-        # may outlive this call, not even in the traceback of an error.
-        records.clear()
-        raw_outbound.clear()
-        raw_inbound.clear()
-
-
-def parse_v2020(path: str, out: StagingWriters) -> None:
-    raw_lists = msgspec.json.Decoder(V2020PaperRawCitations)
-    exact = msgspec.json.Decoder(V2020Paper)
-    for chunk in iter_line_chunks(path):
-        if not stage_v2020_chunk(raw_lists, chunk, out):
-            records, lines = decode_each_line(exact, chunk, out.report)
-            if records:
-                stage_v2020(records, lines, out)
 
 
 # --------------------------------------------------------------------------------------
@@ -218,25 +162,19 @@ def stage_s2ag_citations(
     out.report.records_written += batch.num_rows
 
 
-S2AG_STAGERS: dict[str, Callable[[list[Any], np.ndarray, StagingWriters], None]] = {
+STAGERS: dict[str, Callable[[list[Any], np.ndarray, StagingWriters], None]] = {
+    "s2orc_v2020": stage_v2020,
     "s2ag-papers": stage_s2ag_papers,
     "s2ag-abstracts": stage_s2ag_abstracts,
     "s2ag-citations": stage_s2ag_citations,
 }
 
 
-def parse_s2ag(path: str, fmt: str, out: StagingWriters) -> None:
+def parse_json(path: str | os.PathLike, fmt: str, out: StagingWriters) -> None:
+    """Stage every line of ``path`` (JSONL, gzip or not) in format ``fmt``."""
     decoder = msgspec.json.Decoder(RECORD_TYPES[fmt])
-    stage = S2AG_STAGERS[fmt]
+    stage = STAGERS[fmt]
     for chunk in iter_line_chunks(path):
         records, lines = decode_chunk(decoder, chunk, out.report)
         if records:
             stage(records, lines, out)
-
-
-def parse_json(path: str | Path, fmt: str, out: StagingWriters) -> None:
-    """Stage every line of ``path`` (JSONL, gzip or not) in format ``fmt``."""
-    if fmt == "s2orc_v2020":
-        parse_v2020(str(path), out)
-    else:
-        parse_s2ag(str(path), fmt, out)
