@@ -10,9 +10,16 @@ generated once with ``citeval.synth.generate_corpus`` and cached under
     python benchmarks/bench_ingest.py --num-papers 2000000 --num-shards 8 --density s2orc-v2020
     python benchmarks/bench_ingest.py --inputs a.jsonl.gz b.jsonl.gz --format s2orc_v2020
 
-Writes ``benchmarks/out/ingest-<papers>.json``: papers, seconds, papers/s, the parse and
-merge wall and CPU seconds, the peak RSS of the parse workers and of the merge, the input
-size, and the machine's load (this box is shared: CPU seconds are the steadier figure).
+The children import ``citeval`` from wherever this process would (``PYTHONPATH`` first),
+so two checkouts compare back to back on the same cached corpus::
+
+    PYTHONPATH=../old/workflow python benchmarks/bench_ingest.py ... --output old.json
+    PYTHONPATH=workflow python benchmarks/bench_ingest.py ... --output new.json
+
+Writes ``benchmarks/out/ingest-<papers>.json`` (or ``--output``): papers, seconds,
+papers/s, the parse and merge wall and CPU seconds, the peak RSS of the parse workers and
+of the merge, the input size, the code that ran (``settings.citeval``), and the machine's
+load average before and after: on a shared machine CPU seconds are the steadier figure.
 """
 
 from __future__ import annotations
@@ -95,15 +102,23 @@ def synthetic_inputs(num_papers: int, num_shards: int, seed: int, density: str) 
     return expected
 
 
-def v2020_decoder_in_use() -> str:
-    """The decoder the parse children run first (``citeval.v2020_decoder.AVAILABLE``).
+def citeval_in_use() -> dict[str, str | bool | None]:
+    """Where the children's ``citeval`` comes from, and its git commit.
 
-    Found without importing pyarrow here, as the synthetic corpus is generated in a child:
-    what this process holds at fork would count in every child's peak RSS.
+    Found without importing it here: what this process holds at fork would count in every
+    child's peak RSS.
     """
-    built = importlib.util.find_spec("citeval._v2020") is not None
-    pure = os.environ.get("CITEVAL_PURE_PYTHON", "") not in ("", "0")
-    return "compiled" if built and not pure else "msgspec"
+    spec = importlib.util.find_spec("citeval")
+    if spec is None or not spec.submodule_search_locations:
+        return {"path": None, "commit": None, "dirty": None}
+    path = next(iter(spec.submodule_search_locations))
+
+    def git(*args: str) -> str | None:
+        done = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    return {"path": path, "commit": git("rev-parse", "HEAD"), "dirty": bool(status)}
 
 
 def shard_name(path: Path, index: int) -> str:
@@ -201,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows_per_part": args.rows_per_part,
             "format": fmt,
             "density": None if args.inputs else args.density,
-            "v2020_decoder": v2020_decoder_in_use(),
+            "citeval": citeval_in_use(),
         },
         "machine": {
             "cpus": os.cpu_count(),

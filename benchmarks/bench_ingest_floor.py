@@ -3,10 +3,9 @@
 Times, on one thread and per paper, the steps no design of ``citeval.ingest`` can skip:
 
 - ``gunzip``: decompressing the shard (isal, as ``ingest parse`` does);
-- ``json_decode``: decoding its lines into the fields ingest reads, with the decoder
-  ``ingest parse`` uses first: the compiled one (``citeval.v2020_decoder``, straight to
-  Arrow arrays) where it is built, else msgspec (whole chunks at once into records, not
-  counting their conversion to Arrow);
+- ``json_decode``: decoding its lines into the fields ingest reads, as ``ingest parse``
+  does: msgspec, whole chunks at once into records (their conversion to Arrow is not
+  timed);
 - ``encode_papers``: writing the papers table's columns to parquet with the corpus
   options (zstd, dictionaries, statistics), rows sorted by paper_id as in the corpus;
 - ``encode_citations``: writing the citations table (outbound lists, sorted) likewise.
@@ -16,7 +15,7 @@ sorting (the cyclic GC is off, as in ``ingest parse``); ``floor_papers_per_s`` i
 two cores would reach if that were all. Compare
 with ``papers_per_cpu_s`` of ``bench_ingest.py`` on the same corpus (read from its JSON
 when present). Sorting is not timed, nor is building the Arrow arrays from msgspec's
-records (the compiled decoder builds them as it decodes, so there they are timed).
+records.
 
     python benchmarks/bench_ingest_floor.py --num-papers 2000000 --num-shards 8
 
@@ -42,20 +41,19 @@ import pyarrow.parquet as pq
 from bench_ingest import OUT, synthetic_inputs
 from isal import igzip
 
-from citeval import v2020_decoder
-from citeval.ingest import (
-    CHUNK_BYTES,
+from citeval.ingest.formats import V2020Paper
+from citeval.ingest.lines import CHUNK_BYTES
+from citeval.ingest.schemas import (
     CITATIONS_ROW_GROUP,
     CITATIONS_SCHEMA,
     CORPUS_PARQUET_OPTIONS,
     PAPERS_ROW_GROUP,
     PAPERS_SCHEMA,
     STAGE_PAPERS_SCHEMA,
-    V2020Paper,
 )
 from citeval.synth import DENSITIES
 
-# The staged columns the decoders give, without _line.
+# The staged columns, without _line.
 DECODED_SCHEMA = pa.schema(list(STAGE_PAPERS_SCHEMA)[:-1])
 
 
@@ -72,12 +70,6 @@ class Timer:
 def decode(data: bytes, decoder: msgspec.json.Decoder, timer: Timer) -> pa.Table:
     """One chunk of complete lines as the staged columns; only the decoding is timed."""
     started = time.thread_time()
-    if v2020_decoder.AVAILABLE:
-        columns = v2020_decoder.decode_columns(data, data.count(b"\n") + (data[-1:] != b"\n"))
-        timer.add("json_decode", started)
-        if columns is None:
-            raise RuntimeError("the compiled decoder refused a chunk of the synthetic corpus")
-        return pa.Table.from_arrays(columns, schema=DECODED_SCHEMA)
     records = decoder.decode_lines(data)
     timer.add("json_decode", started)
     fields = [r.mag_field_of_study or [] for r in records]
@@ -176,7 +168,6 @@ def main(argv: list[str] | None = None) -> int:
         "papers": papers,
         "citations": citations,
         "inputs": [str(p) for p in inputs],
-        "json_decoder": "compiled" if v2020_decoder.AVAILABLE else "msgspec",
         "cpu_us_per_paper": per_paper,
         "floor_cpu_us_per_paper": round(floor * 1e6, 2),
         "floor_papers_per_s": {"1_core": round(1 / floor), "2_cores": round(2 / floor)},

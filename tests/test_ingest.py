@@ -13,9 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from citeval import cli, ingest, v2020_decoder
+from citeval import cli, ingest
 from citeval.errors import InputDataError
-from citeval.ingest import main, merge_staging, parse_shard
+from citeval.ingest import decode, formats, main, memory, merge_staging, parse_shard
+from citeval.ingest.ranges import pid_ranges, range_index, runs_by_range
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO.parent / "shared" / "data" / "s2orc-sample" / "sample.jsonl"
@@ -209,7 +210,7 @@ def test_invalid_utf8_is_located_or_skipped(tmp_path):
 
 
 def test_invalid_utf8_in_a_citation_list_is_located(tmp_path):
-    # msgspec leaves raw lists unchecked for UTF-8: json_lists must refuse the chunk.
+    # A bad id inside a list is located like a bad value of any other field.
     path = tmp_path / "p.jsonl"
     bad = json.dumps(paper("b", outbound_citations=["a\udcff"]), ensure_ascii=False)
     path.write_bytes(
@@ -220,9 +221,8 @@ def test_invalid_utf8_in_a_citation_list_is_located(tmp_path):
     assert info.value.line == 2
 
 
-def test_fast_path_is_taken_and_stages_what_the_exact_path_stages(tmp_path, monkeypatch):
-    # The msgspec fast path, which runs where the compiled decoder is not built.
-    monkeypatch.setattr(v2020_decoder, "AVAILABLE", False)
+def test_whole_chunk_path_is_taken_and_stages_what_line_by_line_stages(tmp_path, monkeypatch):
+    # The whole-chunk path against the line-by-line path on the same records.
     rows = [
         paper(f"p{i}", outbound_citations=[f"p{j}" for j in range(i)], inbound_citations=None)
         for i in range(30)
@@ -230,13 +230,13 @@ def test_fast_path_is_taken_and_stages_what_the_exact_path_stages(tmp_path, monk
     rows[3] = paper("p3", outbound_citations=None, mag_field_of_study=None, abstract=None)
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     taken = []
-    fast = ingest.stage_v2020_chunk
+    whole = decode.decode_whole_chunk
     monkeypatch.setattr(
-        ingest, "stage_v2020_chunk", lambda *args: taken.append(fast(*args)) or taken[-1]
+        decode, "decode_whole_chunk", lambda *args: taken.append(whole(*args)) or taken[-1]
     )
     fast_report = parse_shard(path, "s2orc_v2020", tmp_path / "fast")
-    assert taken == [True]
-    monkeypatch.setattr(ingest, "stage_v2020_chunk", lambda *args: False)
+    assert len(taken) == 1 and len(taken[0]) == 30
+    monkeypatch.setattr(decode, "decode_whole_chunk", lambda *args: None)
     exact_report = parse_shard(path, "s2orc_v2020", tmp_path / "exact")
     staged = pq.read_table(tmp_path / "fast" / "papers")
     assert staged.equals(pq.read_table(tmp_path / "exact" / "papers"))
@@ -246,9 +246,7 @@ def test_fast_path_is_taken_and_stages_what_the_exact_path_stages(tmp_path, monk
     }
 
 
-def test_citation_lists_that_are_not_plain_take_the_exact_path(tmp_path):
-    # Ids with an escape, a space or a comma are legal: json_lists refuses such a chunk
-    # and the whole chunk is decoded by msgspec instead, with the same result.
+def test_ids_with_escapes_spaces_and_commas_are_kept(tmp_path):
     odd = ['q"1', "q 2", "q,3", "q\\4"]
     rows = [paper("p", outbound_citations=odd, inbound_citations=None)]
     rows += [paper(pid, inbound_citations=["p"]) for pid in odd]
@@ -332,7 +330,7 @@ def test_duplicate_paper_id_names_both_locations(tmp_path):
 def test_duplicates_across_staging_parts_keep_input_order(tmp_path, monkeypatch):
     # Staging parts of two rows: merge reads the parts of every shard in one scan, and the
     # first copy must still be the first by (shard, line), wherever the parts fall.
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 97)  # a line per chunk, so per batch
+    monkeypatch.setattr("citeval.ingest.lines.CHUNK_BYTES", 97)  # a line per chunk, so per batch
     one = write_jsonl(
         tmp_path / "one.jsonl",
         [paper("a"), paper("x", title="first"), paper("b"), paper("c"), paper("x", title="2nd")],
@@ -359,7 +357,7 @@ def test_chunk_boundaries_do_not_change_the_result(tmp_path, monkeypatch):
     ]
     path = write_jsonl(tmp_path / "p.jsonl.gz", [*rows[:20], "", *rows[20:]], compress=True)
     reference, _ = ingest_files(tmp_path, [("s2orc_v2020", path)], name="big")
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 97)  # splits lines across reads
+    monkeypatch.setattr("citeval.ingest.lines.CHUNK_BYTES", 97)  # splits lines across reads
     small, report = ingest_files(tmp_path, [("s2orc_v2020", path)], name="small")
     assert report["totals"]["blank_lines"] == 1
     assert report["totals"]["citation_edges_written"] == 40 * 39 // 2
@@ -401,9 +399,9 @@ def test_pid_ranges_do_not_change_the_output(
     rows[17]["outbound_citations"] = []  # a citing range without edge rows
     files = [("s2orc_v2020", write_jsonl(tmp_path / "p.jsonl", [*rows, rows[3]]))]
     whole, _ = ingest_files(tmp_path, files, name="whole", on_duplicate="keep_first")
-    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # one pid per range
-    monkeypatch.setattr(ingest, "MAX_RANGES", max_ranges)
-    with caplog.at_level(logging.INFO, logger=ingest.log.name):
+    monkeypatch.setattr("citeval.ingest.ranges.RANGE_MEMORY_SHARE", 1e-9)  # one pid per range
+    monkeypatch.setattr("citeval.ingest.papers.MAX_RANGES", max_ranges)
+    with caplog.at_level(logging.INFO, logger="citeval.ingest"):
         ranged, report = ingest_files(tmp_path, files, name="ranged", on_duplicate="keep_first")
     assert ("wrote the papers out in 30 pid ranges" in caplog.text) == partitioned
     assert "30 citing pid ranges" in caplog.text
@@ -415,11 +413,11 @@ def test_pid_ranges_do_not_change_the_output(
 
 
 @RANGE_PATHS
-def test_parts_written_at_once_match_one_writer(
+def test_threads_and_pid_ranges_do_not_change_s2ag_output(
     tmp_path, monkeypatch, caplog, max_ranges, partitioned
 ):
-    """Two threads writing papers parts side by side, over many pid ranges, give the
-    bytes of one writer; S2AG abstracts are attached inside each range."""
+    """One or two DuckDB threads, over one or many pid ranges, give the same bytes;
+    S2AG abstracts are attached inside each range."""
     papers = [
         {"corpusid": i, "title": f"T{i}", "year": 2000 + i % 20, "fieldsofstudy": ["Physics"]}
         for i in range(40)
@@ -446,10 +444,10 @@ def test_parts_written_at_once_match_one_writer(
         ),
     ]
     whole, _ = ingest_files(tmp_path, files, name="whole", rows_per_part=7)
-    monkeypatch.setattr(ingest, "RANGE_MEMORY_SHARE", 1e-9)  # one pid per range
-    monkeypatch.setattr(ingest, "MAX_RANGES", max_ranges)
+    monkeypatch.setattr("citeval.ingest.ranges.RANGE_MEMORY_SHARE", 1e-9)  # one pid per range
+    monkeypatch.setattr("citeval.ingest.papers.MAX_RANGES", max_ranges)
     one, _ = ingest_files(tmp_path, files, name="one", rows_per_part=7, threads=1)
-    with caplog.at_level(logging.INFO, logger=ingest.log.name):
+    with caplog.at_level(logging.INFO, logger="citeval.ingest"):
         two, report = ingest_files(tmp_path, files, name="two", rows_per_part=7, threads=2)
     assert ("wrote the papers out in 40 pid ranges" in caplog.text) == partitioned
     assert "40 citing pid ranges" in caplog.text
@@ -471,86 +469,18 @@ def test_parts_written_at_once_match_one_writer(
     assert report["totals"]["abstract_for_unknown_paper"] == 1  # corpus id 42
 
 
-def test_split_at_parts_cuts_ranges_at_part_boundaries():
-    assert ingest.split_at_parts([(0, 0)], 10) == [(0, [(0, 0)])]
-    assert ingest.split_at_parts([(0, 4), (4, 8), (8, 12), (12, 15)], 5) == [
-        (0, [(0, 4), (4, 5)]),
-        (1, [(5, 8), (8, 10)]),
-        (2, [(10, 12), (12, 15)]),
-    ]
-    assert ingest.split_at_parts([(0, 15)], 5) == [(0, [(0, 5)]), (1, [(5, 10)]), (2, [(10, 15)])]
-
-
 def test_pid_ranges_cover_every_pid_once():
-    assert ingest.pid_ranges(0, 10**9, 100) == [(0, 0)]
-    assert ingest.pid_ranges(10, 1, 100) == [(0, 10)]
-    ranges = ingest.pid_ranges(10, 100, 100)  # 25 of the 100 bytes per range
+    assert pid_ranges(0, 10**9, 100) == [(0, 0)]
+    assert pid_ranges(10, 1, 100) == [(0, 10)]
+    ranges = pid_ranges(10, 100, 100)  # 25 of the 100 bytes per range
     assert ranges == [(0, 3), (3, 6), (6, 9), (9, 10)]
-    assert len(ingest.pid_ranges(100, 10**9, 100)) == 100
+    assert len(pid_ranges(100, 10**9, 100)) == 100
     assert [lo for lo, _ in ranges[1:]] == [hi for _, hi in ranges[:-1]]
     assert (ranges[0][0], ranges[-1][1]) == (0, 10)
 
 
-def test_cut_at_parts_slices_batches_where_parts_end():
-    batches = [
-        pa.record_batch({"x": list(range(0, 4))}),
-        pa.record_batch({"x": list(range(4, 11))}),
-    ]
-    pieces = list(ingest.cut_at_parts(batches, 5, first_row=10))
-    assert [(part, piece["x"].to_pylist()) for part, piece in pieces] == [
-        (2, [0, 1, 2, 3]),
-        (2, [4]),
-        (3, [5, 6, 7, 8, 9]),
-        (4, [10]),
-    ]
-    assert list(ingest.cut_at_parts([], 5)) == []
-
-
-@pytest.mark.parametrize("workers", [1, 2, 3])
-def test_write_behind_gives_each_part_its_rows_in_order(workers):
-    batches = (pa.record_batch({"x": list(range(i, i + 3))}) for i in range(0, 30, 3))
-
-    def write_part(part, received):
-        return part, [x for batch in received for x in batch["x"].to_pylist()]
-
-    written = ingest.write_behind(ingest.cut_at_parts(batches, 7), write_part, workers)
-    assert written == [(k, list(range(7 * k, min(7 * k + 7, 30)))) for k in range(5)]
-
-
-def test_write_behind_drains_what_a_writer_leaves_unread():
-    pieces = ((i // 3, pa.record_batch({"x": [i]})) for i in range(9))
-    firsts = ingest.write_behind(pieces, lambda part, received: next(iter(received)), 1)
-    assert [batch["x"][0].as_py() for batch in firsts] == [0, 3, 6]
-
-
-def test_write_behind_refuses_parts_out_of_order():
-    pieces = [(0, pa.record_batch({"x": [0]})), (1, pa.record_batch({"x": [1]}))]
-    pieces.append((0, pa.record_batch({"x": [2]})))
-    with pytest.raises(ValueError, match="part 0 comes after part 1"):
-        ingest.write_behind(pieces, lambda part, received: list(received), 2)
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_write_behind_raises_the_writers_error_without_hanging(workers):
-    produced = []
-
-    def pieces():
-        for i in range(10):
-            produced.append(i)
-            yield i // 2, pa.record_batch({"x": [i]})
-
-    def write_part(part, received):
-        for batch in received:
-            if batch["x"][0].as_py() == 4:
-                raise OSError("disk full")
-
-    with pytest.raises(OSError, match="disk full"):
-        ingest.write_behind(pieces(), write_part, workers)
-    assert len(produced) < 10  # the producer stopped early
-
-
 def write_v2020_parquet(path: Path, rows: list[dict[str, Any]], drop: str | None = None) -> Path:
-    columns = list(ingest.PARQUET_COLUMNS)
+    columns = list(formats.PARQUET_COLUMNS)
     table = pa.table(
         {
             "paper_id": pa.array([r["paper_id"] for r in rows], pa.string()),
@@ -692,7 +622,7 @@ def test_s2ag_null_cited_rows_are_counted_across_chunks(tmp_path, monkeypatch):
         {"citingcorpusid": i, "citedcorpusid": None if i % 3 == 0 else i + 1} for i in range(60)
     ]
     path = write_jsonl(tmp_path / "c.jsonl", rows)
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 200)  # a few lines per chunk
+    monkeypatch.setattr("citeval.ingest.lines.CHUNK_BYTES", 200)  # a few lines per chunk
     report = parse_shard(path, "s2ag-citations", tmp_path / "staging")
     skipped = report["skipped"]["null_cited"]
     assert skipped["count"] == 20
@@ -797,8 +727,8 @@ def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, 
     assert "Traceback" not in error
     assert not (tmp_path / "corpus").exists()
     # The suggestion grows with the papers and always exceeds the limit that failed.
-    assert ingest.out_of_memory_message("2GB", 5_000_000).endswith("to about 2.5GB")
-    assert ingest.out_of_memory_message("1GB", 80_000_000).endswith("to about 4.5GB")
+    assert memory.out_of_memory_message("2GB", 5_000_000).endswith("to about 2.5GB")
+    assert memory.out_of_memory_message("1GB", 80_000_000).endswith("to about 4.5GB")
 
 
 def test_a_limit_below_what_merge_holds_is_warned_about(tmp_path, caplog):
@@ -813,7 +743,7 @@ def test_a_limit_below_what_merge_holds_is_warned_about(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="citeval.ingest"):
         ingest_files(tmp_path, files, name="enough", memory_limit="1GB")
     assert "exceed" not in caplog.text
-    assert ingest.merge_memory_bytes(10_000_000) > 1e9  # 10M papers peaked at 1.10 GB
+    assert memory.merge_memory_bytes(10_000_000) > 1e9  # 10M papers peaked at 1.10 GB
 
 
 def test_empty_input_gives_an_empty_corpus(tmp_path):
@@ -828,12 +758,12 @@ def test_empty_input_gives_an_empty_corpus(tmp_path):
 def test_range_index_finds_the_range_of_each_id():
     firsts = pa.array(["b", "d", "d2", "x"])
     ids = pa.array(["b", "c", "d", "d1", "d2", "e", "x", "zz", "d10"])
-    assert ingest.range_index(ids, firsts).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 1]
-    assert ingest.range_index(pa.array(["b"]), pa.array(["b"])).tolist() == [0]
+    assert range_index(ids, firsts).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 1]
+    assert range_index(pa.array(["b"]), pa.array(["b"])).tolist() == [0]
 
 
 def test_runs_by_range_groups_rows_in_input_order():
-    order, runs = ingest.runs_by_range(np.array([3, 1, 3, 0, 1], dtype=np.int32))
+    order, runs = runs_by_range(np.array([3, 1, 3, 0, 1], dtype=np.int32))
     assert order.tolist() == [3, 1, 4, 0, 2]
     assert runs == [(0, 0, 1), (1, 1, 3), (3, 3, 5)]
-    assert ingest.runs_by_range(np.array([], dtype=np.int32))[1] == []
+    assert runs_by_range(np.array([], dtype=np.int32))[1] == []
