@@ -1,7 +1,7 @@
 # Ingestion: one parse job per input shard (resumable, parallel), then one merge job that
 # deduplicates, resolves the citation graph and writes the canonical corpus tables.
 # Ingest does no linear algebra: OPENBLAS_NUM_THREADS=1 keeps numpy's OpenBLAS from
-# starting idle worker threads, which cost a parse job ~7% of its CPU (README, Benchmarks).
+# starting idle worker threads, which would take CPU from the parse itself.
 
 
 rule ingest_parse:
@@ -44,8 +44,8 @@ rule ingest_merge:
         f"{BENCHMARKS}/ingest_merge.tsv"
     threads: 2
     resources:
-        # Merge stayed within --memory-limit from 1GB up (0.5M-5M papers), but holds
-        # ~600 MB + 46 bytes per paper whatever the limit (README, Benchmarks): headroom.
+        # Besides --memory-limit the merge holds a fixed part and a few bytes per paper
+        # (docs/ingest.md, memory model): headroom.
         mem_mb=max(4000, int(1.5 * memory_bytes(config["ingest"]["memory_limit"]) / 1e6)),
         runtime=240,
     shell:
