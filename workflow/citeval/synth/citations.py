@@ -19,8 +19,8 @@ from citeval.synth.shape import (
     GRAPH_CHUNK,
     LAST_YEAR_SAME_RATE,
     MEAN_LAG,
-    RELATED_FIELDS,
     SAME_YEAR_RATE,
+    related_fields_table,
 )
 from citeval.synth.structure import Structure, pick_within
 
@@ -76,12 +76,7 @@ def build_citations(
     np.cumsum(s.fitness[order], out=cum_fit[1:])
     del bucket
 
-    related = np.full((len(FIELDS), 4), -1, dtype=np.int64)
-    n_related = np.zeros(len(FIELDS), dtype=np.int64)
-    for i, name in enumerate(FIELDS):
-        rel = [FIELDS.index(r) for r in RELATED_FIELDS[name]]
-        related[i, : len(rel)] = rel
-        n_related[i] = len(rel)
+    related, n_related = related_fields_table()
     field_w = np.array([FIELD_WEIGHTS[f] for f in FIELDS])
     field_cum = np.cumsum(field_w / field_w.sum())
     field_cum[-1] = 1.0

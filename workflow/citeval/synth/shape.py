@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from citeval.errors import ConfigError
 
 #: The 19 MAG fields of study, in the order the paper lists them.
@@ -79,7 +81,22 @@ RELATED_FIELDS: dict[str, tuple[str, ...]] = {
     "Sociology": ("Political Science", "Psychology", "Economics"),
 }
 
+
 # Rates and sizes.
+def related_fields_table() -> tuple[np.ndarray, np.ndarray]:
+    """Each field's related fields as indexes into ``FIELDS`` (rows padded with -1), and
+    how many each field has: the lookup both the papers' second fields and the
+    cross-field citations draw from."""
+    width = max(len(names) for names in RELATED_FIELDS.values())
+    related = np.full((len(FIELDS), width), -1, dtype=np.int64)
+    n_related = np.zeros(len(FIELDS), dtype=np.int64)
+    for i, name in enumerate(FIELDS):
+        indexes = [FIELDS.index(r) for r in RELATED_FIELDS[name]]
+        related[i, : len(indexes)] = indexes
+        n_related[i] = len(indexes)
+    return related, n_related
+
+
 TEXT_BLOCK = 1024  # papers per text RNG stream; fixed so records ignore the shard count
 GRAPH_CHUNK = 1 << 16  # citing papers per vectorised citation batch
 LAST_YEAR_SHARE = 0.09  # share of papers in the last year (the query year)

@@ -17,9 +17,9 @@ from citeval.synth.shape import (
     LAST_YEAR_SHARE,
     OBSCURE_FITNESS,
     OBSCURE_RATE,
-    RELATED_FIELDS,
     SECOND_FIELD_RATE,
     SUBTOPICS_PER_TOPIC,
+    related_fields_table,
 )
 
 
@@ -103,12 +103,7 @@ def build_structure(num_papers: int, seed: int, first_year: int, last_year: int)
     field_w = np.array([FIELD_WEIGHTS[f] for f in FIELDS])
     field = rng.choice(len(FIELDS), size=num_papers, p=field_w / field_w.sum()).astype(np.int8)
 
-    related = np.full((len(FIELDS), 4), -1, dtype=np.int8)
-    n_related = np.zeros(len(FIELDS), dtype=np.int64)
-    for i, name in enumerate(FIELDS):
-        rel = [FIELDS.index(r) for r in RELATED_FIELDS[name]]
-        related[i, : len(rel)] = rel
-        n_related[i] = len(rel)
+    related, n_related = related_fields_table()
     has_second = rng.random(num_papers) < SECOND_FIELD_RATE
     pick = (rng.random(num_papers) * n_related[field]).astype(np.int64)
     field2 = np.where(has_second, related[field, pick], -1).astype(np.int8)
