@@ -1,0 +1,91 @@
+"""Time the README's two commands in a fresh clone, as a new user or CI runs them.
+
+Clones this repository (its committed ``HEAD``) into a temporary folder and runs, there,
+the install (``scripts/install.sh``) and then either the default pipeline
+(``snakemake --cores 2``) or the test suite (``.ci/run``, which installs again: a no-op).
+pip's cache is whatever this machine has, so the install time is that of a warm cache.
+
+    python benchmarks/bench_fresh_clone.py demo  --output benchmarks/out/fresh-clone-demo.json
+    python benchmarks/bench_fresh_clone.py tests --output benchmarks/out/fresh-clone-tests.json
+
+Writes the wall seconds of each step, the exit status, the last lines of the test
+summary, the commit, and the machine's load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = {
+    "demo": [
+        ("install", "bash scripts/install.sh"),
+        ("snakemake", ". .venv/bin/activate && snakemake --cores 2"),
+    ],
+    "tests": [
+        ("install", "bash scripts/install.sh"),
+        ("ci", "CI=true bash .ci/run"),
+    ],
+}
+
+
+def run_step(command: str, cwd: Path, log_path: Path) -> tuple[float, int]:
+    """Run ``command`` in bash; its output goes to ``log_path``. Returns (seconds, status)."""
+    start = time.perf_counter()
+    with log_path.open("w") as log:
+        status = subprocess.run(
+            ["bash", "-c", command], cwd=cwd, stdout=log, stderr=subprocess.STDOUT
+        ).returncode
+    return round(time.perf_counter() - start, 1), status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=sorted(STEPS))
+    parser.add_argument("--output", type=Path, required=True, help="result JSON path")
+    args = parser.parse_args(argv)
+
+    commit = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
+    result: dict = {
+        "benchmark": f"fresh-clone-{args.what}",
+        "commit": commit,
+        "load_avg_before": [round(x, 2) for x in os.getloadavg()],
+        "steps": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="citeval-fresh-") as tmp:
+        clone = Path(tmp) / "citeval"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        for name, command in STEPS[args.what]:
+            log_path = Path(tmp) / f"{name}.log"
+            seconds, status = run_step(command, clone, log_path)
+            tail = log_path.read_text(errors="replace").splitlines()[-3:]
+            result["steps"][name] = {
+                "command": command,
+                "seconds": seconds,
+                "status": status,
+                "tail": tail,
+            }
+            if status != 0:
+                break
+    result["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result["steps"], indent=2))
+    return max(step["status"] for step in result["steps"].values())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
