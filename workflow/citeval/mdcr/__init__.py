@@ -1,0 +1,9 @@
+"""MDCR (Multi-Domain Citation Recommendation, Medić & Šnajder 2022 §4).
+
+* :mod:`citeval.mdcr.formats` — the published benchmark, data and scores files;
+* :mod:`citeval.mdcr.evaluate` — the published evaluator, per field and per candidate type;
+* :mod:`citeval.mdcr.negatives` — candidate selection, as pure functions;
+* :mod:`citeval.mdcr.construct` — a split's benchmark from in-memory inputs;
+* :mod:`citeval.mdcr.inputs` — those inputs read from the pipeline's tables and runs;
+* ``python -m citeval.mdcr {build,evaluate}`` — the command line (:mod:`citeval.mdcr.cli`).
+"""
