@@ -70,7 +70,7 @@ class Tables:
 
     def papers_with_text(self) -> dict[str, int | None]:
         """``{paper_id: year}`` of every corpus paper with a non-empty title and abstract."""
-        table = self.con.execute(
+        table = self.con.sql(
             f"SELECT paper_id, year FROM papers WHERE {_HAS_TEXT} ORDER BY paper_id"
         ).to_arrow_table()
         return dict(zip(table["paper_id"].to_pylist(), table["year"].to_pylist(), strict=True))
@@ -116,7 +116,7 @@ class Tables:
         ]
 
     def prefiltered(self) -> list[str]:
-        table = self.con.execute("SELECT paper_id FROM filtered ORDER BY paper_id").to_arrow_table()
+        table = self.con.sql("SELECT paper_id FROM filtered ORDER BY paper_id").to_arrow_table()
         return table["paper_id"].to_pylist()
 
     def texts(self, ids: Iterable[str]) -> list[Paper]:
