@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 from corpus_builder import write_corpus
+from snakemake.utils import validate
 
 from citeval.io import write_parquet
-from citeval.mdcr.cli import main
+from citeval.mdcr.cli import build_parser, main
 from citeval.mdcr.evaluate import evaluate_benchmark
 from citeval.mdcr.formats import load_benchmark, score_key, write_scores
 from citeval.trec import write_run
@@ -190,3 +192,19 @@ def test_named_models_and_missing_run(
     args[args.index("scincl")] = "scibert"
     assert main(args) == 2
     assert "no scibert run for field" in capsys.readouterr().err
+
+
+def test_config_defaults_match_the_command_line() -> None:
+    """The schema's mdcr defaults are the build command's defaults, and they validate."""
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    validate(config, str(repo / "config" / "schema.yaml"))
+    defaults = config["mdcr"]
+    build = build_parser()._subparsers._group_actions[0].choices["build"]
+    cli = vars(build.parse_args(build_args(Path("r"), Path("o"))[1:]))
+    for key in ("positives", "negatives_per_type", "model_depth", "most_cited_depth"):
+        assert cli[key] == defaults[key], key
+    assert cli["num_model_types"] == defaults["num_model_types"]
+    assert cli["model_selection"] == [defaults["model_selection"]]
+    assert cli["max_candidate_year"] == defaults["max_candidate_year"]
+    assert cli["shortfall"] == defaults["shortfall"]
