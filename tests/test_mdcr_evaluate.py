@@ -111,6 +111,12 @@ def test_missing_score_names_the_pair() -> None:
         evaluate_benchmark(BENCHMARK, scores)
 
 
+def test_ambiguous_scores_keys_are_refused() -> None:
+    benchmark = {"F": {"a_b": {"true": ["c"]}, "a": {"true": ["b_c"]}}}
+    with pytest.raises(InputDataError, match="share the scores key 'a_b_c'"):
+        evaluate_benchmark(benchmark, {"a_b_c": 1.0})
+
+
 def test_scores_round_trip_exactly(tmp_path: Path) -> None:
     scores = {**SCORES, "q1_a": 0.1 + 0.2, "q1_b": -1e-300, "q1_c": 3}
     write_scores(scores, tmp_path / "s.json")
@@ -161,6 +167,24 @@ def test_malformed_benchmark(tmp_path: Path, content: str, message: str) -> None
     with pytest.raises(InputDataError, match=message) as error:
         read_benchmark(path)
     assert str(path) in str(error.value)
+
+
+def test_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_benchmark(BENCHMARK, tmp_path / "b.json")
+    ids = [*"abcdefghxyz", "q1", "q2", "q3"]
+    write_data([Paper(p, "t", "a") for p in ids], tmp_path / "d.jsonl")
+    args = ["check", "--benchmark", str(tmp_path / "b.json"), "--data", str(tmp_path / "d.jsonl")]
+    assert main([*args, "--output", str(tmp_path / "s.json")]) == 0
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["papers"] == 14
+    assert summary["fields"]["Art"] == {
+        "queries": 2,
+        "pairs": 9,
+        "candidates_per_type": {"bm25": 3, "random": 3, "true": 3},
+    }
+    write_data([Paper(p, "t", "a") for p in ids if p != "q2"], tmp_path / "d.jsonl")
+    assert main(args) == 2
+    assert "q2 (Art/q2/query)" in capsys.readouterr().err
 
 
 def test_candidate_missing_from_data_file(tmp_path: Path) -> None:

@@ -6,6 +6,12 @@
 prints the overall MAP, NDCG and R@5 (×100) as the published evaluator does, and writes
 one row per (candidate subset, field) to ``--output``.
 
+    python -m citeval.mdcr check --benchmark mdcr_test.json --data mdcr_test_data.jsonl \
+        [--output summary.json]
+
+imports a published (or exported) benchmark and its data file, checks them together, and
+writes the number of queries, pairs and candidates per type of each field.
+
     python -m citeval.mdcr build --split test --seed 13 \
         --samples results/demo/samples/field-test --runs results/demo/runs/field-test \
         --corpus results/demo/corpus --filtered results/demo/filtered/papers.parquet \
@@ -25,9 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citeval.cli import memory_size, positive_int, run_cli
+from citeval.io import write_json
 from citeval.mdcr.evaluate import evaluate_benchmark as run_evaluation
 from citeval.mdcr.evaluate import format_summary, write_rows_tsv
-from citeval.mdcr.formats import read_benchmark, read_scores
+from citeval.mdcr.formats import load_benchmark, read_benchmark, read_scores, summarize
 
 LOG = logging.getLogger(__name__)
 
@@ -39,6 +46,20 @@ def evaluate_command(args: argparse.Namespace) -> None:
     if args.output is not None:
         write_rows_tsv(rows, args.output)
     sys.stdout.write(format_summary(rows))
+
+
+def check_command(args: argparse.Namespace) -> None:
+    benchmark, papers = load_benchmark(args.benchmark, args.data)
+    summary = {"fields": summarize(benchmark), "papers": len(papers)}
+    if args.output is not None:
+        write_json(summary, args.output)
+    LOG.info(
+        "%d fields, %d queries, %d pairs, %d papers",
+        len(benchmark),
+        sum(s["queries"] for s in summary["fields"].values()),
+        sum(s["pairs"] for s in summary["fields"].values()),
+        len(papers),
+    )
 
 
 def build_command(args: argparse.Namespace) -> None:
@@ -65,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--output", type=Path, default=None, help="TSV of every (candidate subset, field)"
     )
     evaluate.set_defaults(handler=evaluate_command)
+
+    check = commands.add_parser("check", help="import and check a benchmark and data file")
+    check.add_argument("--benchmark", required=True, type=Path, help="mdcr_<split>.json")
+    check.add_argument("--data", required=True, type=Path, help="mdcr_<split>_data.jsonl")
+    check.add_argument("--output", type=Path, default=None, help="summary JSON")
+    check.set_defaults(handler=check_command)
 
     build = commands.add_parser("build", help="construct a split's benchmark")
     build.add_argument("--split", required=True, help="sample split (test or valid)")

@@ -251,6 +251,23 @@ def load_benchmark(
     return benchmark, papers
 
 
+def summarize(benchmark: Benchmark) -> dict:
+    """Counts per field: queries, distinct pairs, and candidates per type (for reports)."""
+    summary = {}
+    for field_name in sorted(benchmark):
+        queries = benchmark[field_name]
+        per_type: dict[str, int] = {}
+        for candidates in queries.values():
+            for kind, ids in candidates.items():
+                per_type[kind] = per_type.get(kind, 0) + len(ids)
+        summary[field_name] = {
+            "queries": len(queries),
+            "pairs": sum(1 for _ in iter_pairs({field_name: queries})),
+            "candidates_per_type": dict(sorted(per_type.items())),
+        }
+    return summary
+
+
 def read_scores(path: str | os.PathLike) -> Scores:
     """Read a scores file; every value must be a finite number (not a boolean)."""
     data = _load_json(path, "scores file")
@@ -287,12 +304,23 @@ def write_scores(scores: Mapping[str, float], path: str | os.PathLike) -> None:
 def check_scores_cover(
     benchmark: Benchmark, scores: Mapping[str, float], scores_path: str | os.PathLike | None = None
 ) -> None:
-    """Raise :class:`InputDataError` naming the first pairs the scores file lacks."""
-    missing = [
-        score_key(query_id, candidate_id)
-        for query_id, candidate_id in iter_pairs(benchmark)
-        if score_key(query_id, candidate_id) not in scores
-    ]
+    """Raise :class:`InputDataError` naming the first pairs the scores file lacks.
+
+    Also refuses a benchmark in which two different pairs share a key (query ``a_b`` with
+    candidate ``c`` and query ``a`` with candidate ``b_c``): the scores file could not
+    tell them apart.
+    """
+    owner: dict[str, tuple[str, str]] = {}
+    missing = []
+    for pair in iter_pairs(benchmark):
+        key = score_key(*pair)
+        if owner.setdefault(key, pair) != pair:
+            raise InputDataError(
+                f"pairs {owner[key]} and {pair} share the scores key {key!r}",
+                path=None if scores_path is None else str(scores_path),
+            )
+        if key not in scores:
+            missing.append(key)
     if missing:
         raise InputDataError(
             f"no score for {len(missing)} query–candidate pairs, first: "
