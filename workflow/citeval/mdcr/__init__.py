@@ -5,5 +5,8 @@
 * :mod:`citeval.mdcr.negatives` — candidate selection, as pure functions;
 * :mod:`citeval.mdcr.construct` — a split's benchmark from in-memory inputs;
 * :mod:`citeval.mdcr.inputs` — those inputs read from the pipeline's tables and runs;
-* ``python -m citeval.mdcr {build,evaluate}`` — the command line (:mod:`citeval.mdcr.cli`).
+* :mod:`citeval.mdcr.build` — the ``build`` command: model selection, Jaccard table, files;
+* :mod:`citeval.mdcr.cli` — ``python -m citeval.mdcr {build,check,evaluate}``.
+
+Formats, rules and settled details: docs/mdcr.md.
 """
