@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from citeval.errors import ConfigError
 from citeval.mdcr.formats import POSITIVE_TYPE, Benchmark
 from citeval.mdcr.negatives import (
@@ -116,16 +118,22 @@ class TypeCount:
 
 @dataclass
 class FieldReport:
+    positives: TypeCount
+    types: dict[str, TypeCount]
     queries: int = 0
     dropped_without_positives: list[str] = field(default_factory=list)
-    positives: TypeCount | None = None
-    types: dict[str, TypeCount] = field(default_factory=dict)
 
 
 class QueryCandidates:
     """The candidates chosen so far for one query, and what may still be added."""
 
-    def __init__(self, query_id: str, cited: frozenset[str], max_year: int | None, papers):
+    def __init__(
+        self,
+        query_id: str,
+        cited: frozenset[str],
+        max_year: int | None,
+        papers: Mapping[str, int | None],
+    ) -> None:
         self.query_id = query_id
         self.cited = cited
         self.max_year = max_year
@@ -159,6 +167,67 @@ def _max_year(settings: Settings, query_year: int | None) -> int | None:
     return query_year
 
 
+def _negatives(
+    kind: str,
+    generator: np.random.Generator,
+    inputs: Inputs,
+    settings: Settings,
+    field_name: str,
+    state: QueryCandidates,
+) -> list[str]:
+    """What candidate type ``kind``'s own procedure supplies for one query."""
+    wanted = settings.negatives_per_type
+    if kind in settings.model_types:
+        ranking = inputs.rankings[kind].get(state.query_id, ())
+        top = top_non_cited(ranking, state.query_id, state.cited, settings.model_depth)
+        return draw_allowed(generator, top, state.allowed, wanted)
+    if kind == GRAPH:
+        return graph_negatives(generator, state.cited, inputs.neighbours, state.allowed, wanted)
+    if kind == MOST_CITED:
+        top = inputs.most_cited.get(field_name, ())
+        return draw_allowed(generator, top, state.allowed, wanted)
+    return random_negatives(generator, inputs.prefiltered, state.allowed, wanted)
+
+
+def build_query(
+    inputs: Inputs, settings: Settings, field_name: str, query_id: str, report: FieldReport
+) -> dict[str, list[str]] | None:
+    """One query's ``{type: sorted ids}``, or None when it has no usable positive."""
+    state = QueryCandidates(
+        query_id,
+        inputs.cited.get(query_id, frozenset()),
+        _max_year(settings, inputs.query_years.get(query_id)),
+        inputs.papers,
+    )
+
+    def generator(kind: str) -> np.random.Generator:
+        return seeded_rng(settings.seed, "mdcr", settings.split, field_name, query_id, kind)
+
+    positives = draw_allowed(
+        generator(POSITIVE_TYPE), sorted(state.cited), state.usable, settings.positives
+    )
+    _count(report.positives, settings.positives, len(positives))
+    if not positives:
+        report.dropped_without_positives.append(query_id)
+        return None
+    entry = {POSITIVE_TYPE: state.take(positives)}
+    wanted = settings.negatives_per_type
+    for kind in settings.types:
+        rng = generator(kind)
+        chosen = _negatives(kind, rng, inputs, settings, field_name, state)
+        counts = report.types[kind]
+        _count(counts, wanted, len(chosen))
+        if len(chosen) < wanted and settings.shortfall == "fill_from_random":
+            # The filler continues the type's own generator: one stream per (query, type).
+            state.chosen.update(chosen)
+            filler = random_negatives(rng, inputs.prefiltered, state.allowed, wanted - len(chosen))
+            counts.filled_from_random += len(filler)
+            chosen = [*chosen, *filler]
+        counts.still_missing += wanted - len(chosen)
+        entry[kind] = state.take(chosen)
+    return entry
+
+
 def build_benchmark(inputs: Inputs, settings: Settings) -> tuple[Benchmark, dict]:
     """The benchmark ``{field: {query: {type: [ids]}}}`` and the construction report."""
     missing_models = sorted(set(settings.model_types) - set(inputs.rankings))
@@ -166,61 +235,17 @@ def build_benchmark(inputs: Inputs, settings: Settings) -> tuple[Benchmark, dict
         raise ConfigError(f"no rankings for the selected models {missing_models}")
     benchmark: Benchmark = {}
     reports: dict[str, FieldReport] = {}
-    wanted = settings.negatives_per_type
     for field_name in sorted(inputs.queries):
         report = FieldReport(
             positives=TypeCount(settings.positives),
-            types={kind: TypeCount(wanted) for kind in settings.types},
+            types={kind: TypeCount(settings.negatives_per_type) for kind in settings.types},
         )
         reports[field_name] = report
-        queries: dict[str, dict[str, list[str]]] = {}
+        queries = {}
         for query_id in sorted(inputs.queries[field_name]):
-            cited = inputs.cited.get(query_id, frozenset())
-            state = QueryCandidates(
-                query_id,
-                cited,
-                _max_year(settings, inputs.query_years.get(query_id)),
-                inputs.papers,
-            )
-
-            def rng(kind: str, query_id: str = query_id, field_name: str = field_name):
-                return seeded_rng(settings.seed, "mdcr", settings.split, field_name, query_id, kind)
-
-            positives = draw_allowed(
-                rng(POSITIVE_TYPE), sorted(cited), state.usable, settings.positives
-            )
-            _count(report.positives, settings.positives, len(positives))
-            if not positives:
-                report.dropped_without_positives.append(query_id)
-                continue
-            entry = {POSITIVE_TYPE: state.take(positives)}
-            for kind in settings.types:
-                generator = rng(kind)
-                if kind in settings.model_types:
-                    ranking = inputs.rankings[kind].get(query_id, ())
-                    top = top_non_cited(ranking, query_id, cited, settings.model_depth)
-                    chosen = draw_allowed(generator, top, state.allowed, wanted)
-                elif kind == GRAPH:
-                    chosen = graph_negatives(
-                        generator, cited, inputs.neighbours, state.allowed, wanted
-                    )
-                elif kind == MOST_CITED:
-                    top = inputs.most_cited.get(field_name, ())
-                    chosen = draw_allowed(generator, top, state.allowed, wanted)
-                else:
-                    chosen = random_negatives(generator, inputs.prefiltered, state.allowed, wanted)
-                counts = report.types[kind]
-                _count(counts, wanted, len(chosen))
-                if len(chosen) < wanted and settings.shortfall == "fill_from_random":
-                    state.chosen.update(chosen)
-                    filler = random_negatives(
-                        generator, inputs.prefiltered, state.allowed, wanted - len(chosen)
-                    )
-                    counts.filled_from_random += len(filler)
-                    chosen = [*chosen, *filler]
-                counts.still_missing += wanted - len(chosen)
-                entry[kind] = state.take(chosen)
-            queries[query_id] = entry
+            entry = build_query(inputs, settings, field_name, query_id, report)
+            if entry is not None:
+                queries[query_id] = entry
         report.queries = len(queries)
         if queries:
             benchmark[field_name] = queries
@@ -247,7 +272,6 @@ def _report_dict(settings: Settings, reports: Mapping[str, FieldReport]) -> dict
 
     fields = {}
     for field_name, report in reports.items():
-        assert report.positives is not None
         fields[field_name] = {
             "queries": report.queries,
             "dropped_without_positives": report.dropped_without_positives,
