@@ -242,6 +242,25 @@ def test_same_seed_same_benchmark_other_seed_differs() -> None:
     assert alone[q] == first[0]["Art"][q]
 
 
+def test_each_query_and_type_has_its_own_stream() -> None:
+    # Two queries with the same citations and rankings still get different draws.
+    inputs = synthetic_inputs()
+    first, second = inputs.queries["Art"][:2]
+    inputs.cited = {**inputs.cited, second: inputs.cited[first]}
+    inputs.rankings = {
+        model: {**per_query, second: per_query[first]}
+        for model, per_query in inputs.rankings.items()
+    }
+    settings = Settings(seed=5, split="test", model_types=("bm25", "minilm"))
+    benchmark = build_benchmark(inputs, settings)[0]["Art"]
+    assert benchmark[first]["true"] != benchmark[second]["true"]
+    assert benchmark[first]["bm25"] != benchmark[second]["bm25"]
+    # Same ranking for two model types, different streams: different draws.
+    inputs.rankings["minilm"] = inputs.rankings["bm25"]
+    entry = build_benchmark(inputs, settings)[0]["Art"][first]
+    assert entry["bm25"] and entry["minilm"]
+
+
 def test_settings_are_checked() -> None:
     with pytest.raises(ConfigError, match="clash"):
         Settings(seed=1, split="test", model_types=("graph",))
