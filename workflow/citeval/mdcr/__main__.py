@@ -1,0 +1,5 @@
+import sys
+
+from citeval.mdcr.cli import main
+
+sys.exit(main())

@@ -1,0 +1,161 @@
+"""``python -m citeval.mdcr build``: read a split's inputs, pick the model types, write files.
+
+Writes, for split ``s``: ``mdcr_s.json`` (benchmark), ``mdcr_s_data.jsonl`` (every query
+and candidate with its title and abstract), ``mdcr_s_jaccard.tsv`` and
+``mdcr_s_report.json``.
+
+Jaccard table: for every pair of the ``--models``, the mean over the split's queries of
+the Jaccard index between the two models' top ``--model-depth`` non-cited results
+(queries where both lists are empty are left out). The TSV is a symmetric matrix with one
+row per model, the diagonal left empty, then each model's mean with the others and
+whether it was selected. ``--model-selection auto`` selects the ``--num-model-types``
+models with the lowest mean (ties by name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from citeval.errors import ConfigError, InputDataError
+from citeval.io import write_json, write_text
+from citeval.mdcr.construct import Settings, build_benchmark
+from citeval.mdcr.formats import check_data_covers, write_benchmark, write_data
+from citeval.mdcr.inputs import (
+    Tables,
+    output_paths,
+    read_field_queries,
+    read_inputs,
+    read_rankings,
+)
+from citeval.mdcr.negatives import (
+    least_alike_models,
+    mean_jaccard,
+    mean_jaccard_with_others,
+    top_non_cited,
+)
+
+LOG = logging.getLogger(__name__)
+AUTO = "auto"
+
+
+def top_lists(
+    rankings: Mapping[str, Mapping[str, Sequence[str]]],
+    cited: Mapping[str, frozenset[str]],
+    depth: int,
+) -> dict[str, dict[str, list[str]]]:
+    """Each model's top ``depth`` non-cited results per query."""
+    return {
+        model: {
+            query_id: top_non_cited(ranking, query_id, cited.get(query_id, frozenset()), depth)
+            for query_id, ranking in per_query.items()
+        }
+        for model, per_query in rankings.items()
+    }
+
+
+def select_models(
+    models: Sequence[str],
+    pairs: Mapping[tuple[str, str], float],
+    selection: Sequence[str],
+    count: int,
+) -> list[str]:
+    """The model types: the ``count`` least alike (``auto``) or the models named."""
+    if list(selection) == [AUTO]:
+        if len(models) < count:
+            LOG.warning(
+                "only %d models to choose %d model types from: using all", len(models), count
+            )
+        return least_alike_models(models, pairs, count)
+    unknown = sorted(set(selection) - set(models))
+    if unknown:
+        raise ConfigError(
+            f"mdcr.model_selection names models without runs: {unknown} (have {list(models)})"
+        )
+    return sorted(set(selection))
+
+
+def format_jaccard_tsv(
+    models: Sequence[str], pairs: Mapping[tuple[str, str], float], selected: Sequence[str]
+) -> str:
+    ordered = sorted(models)
+    means = mean_jaccard_with_others(ordered, pairs)
+
+    def number(value: float) -> str:
+        return "nan" if math.isnan(value) else f"{value:.6f}"
+
+    lines = ["\t".join(["model", *ordered, "mean_with_others", "selected"])]
+    for model in ordered:
+        cells = [
+            "" if other == model else number(pairs[tuple(sorted((model, other)))])
+            for other in ordered
+        ]
+        flag = "yes" if model in selected else "no"
+        lines.append("\t".join([model, *cells, number(means[model]), flag]))
+    return "\n".join(lines) + "\n"
+
+
+def build_split(args: argparse.Namespace) -> None:
+    paths = output_paths(args.output_dir, args.split)
+    queries = read_field_queries(Path(args.samples), args.fields)
+    if not queries:
+        raise InputDataError("the sample split has no queries", path=str(args.samples))
+    models = sorted(set(args.models))
+    rankings = read_rankings(Path(args.runs), queries, models)
+    tables = Tables(
+        Path(args.corpus), Path(args.filtered), memory_limit=args.memory_limit, threads=args.threads
+    )
+    inputs = read_inputs(tables, queries, rankings, args.most_cited_depth)
+    pairs = mean_jaccard(top_lists(rankings, inputs.cited, args.model_depth))
+    selected = select_models(models, pairs, args.model_selection, args.num_model_types)
+    LOG.info("model types: %s", ", ".join(selected))
+    settings = Settings(
+        seed=args.seed,
+        split=args.split,
+        model_types=tuple(selected),
+        positives=args.positives,
+        negatives_per_type=args.negatives_per_type,
+        model_depth=args.model_depth,
+        max_candidate_year=None if args.max_candidate_year == "none" else args.max_candidate_year,
+        shortfall=args.shortfall,
+    )
+    benchmark, report = build_benchmark(inputs, settings)
+    if not benchmark:
+        raise InputDataError("no query of the split has a positive with a title and an abstract")
+    needed = {q for qs in benchmark.values() for q in qs} | {
+        c
+        for qs in benchmark.values()
+        for entry in qs.values()
+        for ids in entry.values()
+        for c in ids
+    }
+    papers = tables.texts(needed)
+    check_data_covers(benchmark, {p.paper_id: p for p in papers})
+    report["settings"]["most_cited_depth"] = args.most_cited_depth
+    report["model_selection"] = list(args.model_selection)
+    report["jaccard"] = {
+        "models": models,
+        "mean_with_others": {
+            model: None if math.isnan(value) else value
+            for model, value in mean_jaccard_with_others(models, pairs).items()
+        },
+    }
+    report["pairs"] = sum(
+        len({c for ids in entry.values() for c in ids})
+        for qs in benchmark.values()
+        for entry in qs.values()
+    )
+    write_benchmark(benchmark, paths["benchmark"])
+    write_data(papers, paths["data"])
+    write_text(format_jaccard_tsv(models, pairs, selected), paths["jaccard"])
+    write_json(report, paths["report"])
+    LOG.info(
+        "MDCR %s: %d fields, %d queries, %d pairs",
+        args.split,
+        len(benchmark),
+        sum(len(qs) for qs in benchmark.values()),
+        report["pairs"],
+    )

@@ -1,0 +1,142 @@
+"""The MDCR evaluator: MAP, NDCG and R@5 per field and per candidate type.
+
+It reproduces the published evaluator (github zoranmedic/mdcr ``evaluate.py``): for each
+field, every listed candidate of a query is judged 1 if its type is ``true`` and 0
+otherwise; trec_eval (through pytrec_eval) computes ``map``, ``ndcg`` and ``recall_5`` per
+query; a field's value is the mean over its queries, and the overall value (field
+``AVG``) is the unweighted mean over fields. Values are reported ×100.
+
+What citeval settles on top:
+
+* Ranking. Pairs are ranked by :func:`citeval.metrics.evaluate`, which hands trec_eval
+  rank positions, so tied scores fall in trec_eval's document-id order exactly.
+* Candidate-type subsets (the paper's Table 4): for a type ``t`` each query keeps its
+  positives plus its negatives of type ``t`` only. Queries whose entry has no ``t`` key
+  are left out of that subset; a query with an empty ``t`` list stays in, ranked on its
+  positives alone. A field without any query of type ``t`` has no row for ``t``, and the
+  ``AVG`` row averages the fields that do.
+* The subset ``all`` is the whole candidate list (the paper's Table 3).
+* A score missing for any listed pair is an error naming the pair; scores of pairs the
+  benchmark does not list are ignored (one scores file may serve several splits).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from citeval.io import write_text
+from citeval.mdcr.formats import (
+    POSITIVE_TYPE,
+    Benchmark,
+    check_scores_cover,
+    negative_types,
+    score_key,
+)
+from citeval.metrics import evaluate as trec_evaluate
+from citeval.metrics import mean_over_queries
+
+MEASURES = ("map", "ndcg", "recall_5")
+ALL_CANDIDATES = "all"
+MEAN_FIELD = "AVG"
+TSV_COLUMNS = ("candidates", "field", "n_queries", *MEASURES)
+VALUE_FORMAT = "%.10f"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the results: a candidate subset, a field (or ``AVG``) and its values ×100."""
+
+    candidates: str
+    field: str
+    n_queries: int
+    values: dict[str, float]
+
+
+def _subset(candidates: Mapping[str, list[str]], kind: str) -> list[str] | None:
+    """The candidate ids a query ranks in subset ``kind``, or None if it is not in it."""
+    if kind == ALL_CANDIDATES:
+        return [c for ids in candidates.values() for c in ids]
+    if kind not in candidates:
+        return None
+    return [*candidates[POSITIVE_TYPE], *candidates[kind]]
+
+
+def evaluate_field(
+    queries: Mapping[str, Mapping[str, list[str]]],
+    scores: Mapping[str, float],
+    kind: str = ALL_CANDIDATES,
+) -> dict[str, dict[str, float]]:
+    """Per-query values (fractions, not ×100) of one field for subset ``kind``."""
+    run: dict[str, dict[str, float]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for query_id, candidates in queries.items():
+        ids = _subset(candidates, kind)
+        if ids is None:
+            continue
+        positives = set(candidates[POSITIVE_TYPE])
+        run[query_id] = {c: scores[score_key(query_id, c)] for c in ids}
+        qrels[query_id] = {c: int(c in positives) for c in ids}
+    # A query with no candidate at all has nothing to rank; trec_eval scores it 0.
+    per_query = trec_evaluate(run, qrels, MEASURES)
+    zeros = dict.fromkeys(MEASURES, 0.0)
+    return {query_id: per_query.get(query_id, dict(zeros)) for query_id in sorted(qrels)}
+
+
+def evaluate_benchmark(
+    benchmark: Benchmark,
+    scores: Mapping[str, float],
+    kinds: Sequence[str] | None = None,
+    scores_path: str | os.PathLike | None = None,
+) -> list[Row]:
+    """Rows for every subset in ``kinds`` (default: ``all`` then each negative type).
+
+    Within a subset, the fields come in sorted order followed by ``AVG``.
+    """
+    check_scores_cover(benchmark, scores, scores_path)
+    if kinds is None:
+        kinds = [ALL_CANDIDATES, *negative_types(benchmark)]
+    rows: list[Row] = []
+    for kind in kinds:
+        field_means: list[dict[str, float]] = []
+        total_queries = 0
+        for field_name in sorted(benchmark):
+            per_query = evaluate_field(benchmark[field_name], scores, kind)
+            if not per_query:
+                continue
+            mean = mean_over_queries(per_query, measures=MEASURES)
+            field_means.append(mean)
+            total_queries += len(per_query)
+            rows.append(Row(kind, field_name, len(per_query), {m: 100 * mean[m] for m in MEASURES}))
+        if field_means:
+            overall = {
+                m: 100 * math.fsum(mean[m] for mean in field_means) / len(field_means)
+                for m in MEASURES
+            }
+            rows.append(Row(kind, MEAN_FIELD, total_queries, overall))
+    return rows
+
+
+def format_rows_tsv(rows: Sequence[Row]) -> str:
+    """TSV with header :data:`TSV_COLUMNS`; values ×100 printed with ten decimals."""
+    lines = ["\t".join(TSV_COLUMNS)]
+    for row in rows:
+        values = [VALUE_FORMAT % row.values[m] for m in MEASURES]
+        lines.append("\t".join([row.candidates, row.field, str(row.n_queries), *values]))
+    return "\n".join(lines) + "\n"
+
+
+def write_rows_tsv(rows: Sequence[Row], path: str | os.PathLike) -> None:
+    write_text(format_rows_tsv(rows), path)
+
+
+def format_summary(rows: Sequence[Row]) -> str:
+    """The overall lines, as the published evaluator prints them: ``AVG map 32.5704``."""
+    lines = []
+    for row in rows:
+        if row.field == MEAN_FIELD:
+            prefix = "" if row.candidates == ALL_CANDIDATES else f"[{row.candidates}] "
+            lines += [f"{prefix}AVG {m} {row.values[m]:.4f}" for m in MEASURES]
+    return "\n".join(lines) + "\n"
