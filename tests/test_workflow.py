@@ -124,3 +124,31 @@ def test_commands_quote_paths_and_names_that_need_it(workdir):
     (dataset,) = commands["citeval.sample.dataset"]
     for words in (field, dataset):
         assert after(words, "--exclude-query-ids") == [exclude]
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a mapping with a repeated key, which plain YAML loading
+    resolves silently by keeping the last value."""
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False):
+    keys = [loader.construct_object(key, deep=deep) for key, _ in node.value]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"repeated keys {repeated}", node.start_mark
+        )
+    return loader.construct_mapping(node, deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p.relative_to(REPO) for p in [*REPO.glob("config/*.yaml"), *REPO.glob("profiles/*/*.yaml")]
+    ),
+)
+def test_config_files_repeat_no_key(path):
+    yaml.load((REPO / path).read_text(), Loader=_UniqueKeyLoader)
