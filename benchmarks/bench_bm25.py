@@ -251,9 +251,9 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     batches = bm25.iter_pool_papers(con, work / "papers", work / "pools.parquet", GROUP, 0)
     # As `bm25 index` does: Lucene writes with one thread, the impact matrix uses all.
-    written, _ = bm25.write_json_collection(batches, collection, n_pool, bm25.LUCENE_WRITER_THREADS)
+    written, _ = bm25.write_json_collection(batches, collection, n_pool)
     t1 = time.perf_counter()
-    n_docs = lucene.build_index(collection, index_dir, bm25.LUCENE_WRITER_THREADS)
+    n_docs = lucene.build_index(collection, index_dir)
     t2 = time.perf_counter()
     documents = bm25.iter_json_collection(collection)
     matrix = impacts.build_impacts(index_dir, documents, written, args.threads)

@@ -3,7 +3,7 @@
 Clones this repository (its committed ``HEAD``) into a temporary folder and runs, there,
 the install (``scripts/install.sh``) and then either the default pipeline
 (``snakemake --cores 2``) or the test suite (``.ci/run``, which installs again: a no-op).
-pip's cache is whatever this machine has, so the install time is that of a warm cache.
+pip uses the local cache, so the install time is that of a warm cache.
 
     python benchmarks/bench_fresh_clone.py demo  --output benchmarks/out/fresh-clone-demo.json
     python benchmarks/bench_fresh_clone.py tests --output benchmarks/out/fresh-clone-tests.json

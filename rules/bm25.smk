@@ -16,7 +16,7 @@ rule bm25_index:
     benchmark:
         f"{BENCHMARKS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
     # Any thread count gives the same index: Lucene writes it with one thread
-    # (citeval.bm25.LUCENE_WRITER_THREADS); threads speed up the corpus scan and the impact
+    # (citeval.lucene.WRITER_THREADS); threads speed up the corpus scan and the impact
     # matrix, so a profile may raise them (tests/test_bm25.py builds with 1 and 3).
     threads: 1
     resources:

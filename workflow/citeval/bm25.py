@@ -12,8 +12,8 @@ through pyserini's Anserini jar; :mod:`citeval.lucene` starts the JVM and explai
   them). The index also carries its impact matrix (:mod:`citeval.impacts`), built from
   the same documents and checked against Lucene's statistics. ``citeval-index.json``
   inside the index records what went in. Lucene writes with one thread whatever
-  ``--threads`` says (:data:`LUCENE_WRITER_THREADS`), so an index is the same for every
-  thread count; ``--threads`` speeds up the corpus scan and the impact matrix.
+  ``--threads`` says (:data:`citeval.lucene.WRITER_THREADS`), so an index is the same for
+  every thread count; ``--threads`` speeds up the corpus scan and the impact matrix.
 * ``search`` runs one query per query paper, ``title + " " + abstract``, with Lucene's
   ``BM25Similarity(k1, b)``, scored either by the impact matrix (``--searcher impacts``,
   the default: the same scores and rankings as Lucene, bit for bit, several times faster
@@ -94,18 +94,6 @@ DEFAULT_B = 0.4
 DOC_SEPARATOR = "\n"
 QUERY_SEPARATOR = " "
 JSON_BATCH_ROWS = 10_000
-LUCENE_WRITER_THREADS = 1
-"""Threads of Lucene's ``IndexCollection``, whatever ``--threads`` says.
-
-With one writer thread the documents enter Lucene in ``paper_id`` order and are numbered
-in that order, so the index (its documents, postings and norms, the doc number -> id
-table and the impact matrix) is the same for any ``--threads``, on a workstation or under
-SLURM. Parallel writers number documents in a scheduling-dependent order and split them
-into segments differently. (One writer flushes a segment each time its buffer fills, and
-Lucene's default merge policy, which could reorder segments, starts merging only past ten
-of them.) Lucene's own files still differ from build to build in their random segment
-ids, which nothing reads.
-"""
 
 
 def paper_text(title: str | None, abstract: str | None, separator: str) -> str:
@@ -204,36 +192,28 @@ def iter_pool_papers(
 
 
 def write_json_collection(
-    batches: Iterator[pa.RecordBatch], out_dir: Path, n_docs: int, n_files: int
+    batches: Iterator[pa.RecordBatch], out_dir: Path, n_docs: int
 ) -> tuple[int, int]:
-    """Write an Anserini JsonCollection; return ``(written, empty)``.
-
-    Documents go to ``n_files`` JSON-lines files in contiguous runs of the input order,
-    since Anserini gives each file to one indexing thread.
-    """
+    """Write an Anserini JsonCollection of one file, in input order; return
+    ``(written, empty)``. ``n_docs`` sizes the progress bar."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_files = max(1, min(n_files, n_docs))
-    written = empty = seen = 0
-    with contextlib.ExitStack() as stack:
-        handles = [
-            stack.enter_context(open(out_dir / f"part-{i:05d}.jsonl", "w", encoding="utf-8"))
-            for i in range(n_files)
-        ]
-        with tqdm(total=n_docs, desc="collection", unit="doc", mininterval=2) as bar:
-            for batch in batches:
-                for paper_id, title, abstract in zip(
-                    *(batch.column(i).to_pylist() for i in range(3)), strict=True
-                ):
-                    contents = paper_text(title, abstract, DOC_SEPARATOR)
-                    handle = handles[min(seen * n_files // max(n_docs, 1), n_files - 1)]
-                    seen += 1
-                    if not contents:
-                        empty += 1
-                        continue
-                    record = {"id": paper_id, "contents": contents}
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                    written += 1
-                bar.update(batch.num_rows)
+    written = empty = 0
+    with (
+        open(out_dir / "part-00000.jsonl", "w", encoding="utf-8") as handle,
+        tqdm(total=n_docs, desc="collection", unit="doc", mininterval=2) as bar,
+    ):
+        for batch in batches:
+            for paper_id, title, abstract in zip(
+                *(batch.column(i).to_pylist() for i in range(3)), strict=True
+            ):
+                contents = paper_text(title, abstract, DOC_SEPARATOR)
+                if not contents:
+                    empty += 1
+                    continue
+                record = {"id": paper_id, "contents": contents}
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                written += 1
+            bar.update(batch.num_rows)
     return written, empty
 
 
@@ -261,7 +241,7 @@ def build_pool_index(
     documents and checked against Lucene's statistics before the index is committed.
 
     ``threads`` go to DuckDB and to the analysis behind the impact matrix; Lucene writes
-    with :data:`LUCENE_WRITER_THREADS`, so every ``threads`` gives the same index.
+    with :data:`citeval.lucene.WRITER_THREADS`, so every ``threads`` gives the same index.
     """
     lucene.start_jvm()
     con = _connect(threads, memory_limit)
@@ -272,7 +252,7 @@ def build_pool_index(
         prefix=f".{index_path.name}.collection.", dir=index_path.parent
     ) as tmp:
         batches = iter_pool_papers(con, papers_dir, pools_path, group, rep)
-        written, empty = write_json_collection(batches, Path(tmp), n_pool, LUCENE_WRITER_THREADS)
+        written, empty = write_json_collection(batches, Path(tmp), n_pool)
         if empty:
             LOG.warning(
                 "%d of %d pool papers have no title or abstract; not indexed", empty, n_pool
@@ -295,7 +275,7 @@ def build_pool_index(
             written,
             group,
             rep,
-            LUCENE_WRITER_THREADS,
+            lucene.WRITER_THREADS,
             threads,
         )
 
@@ -303,9 +283,7 @@ def build_pool_index(
             documents = iter_json_collection(tmp)
             return {"impacts": impacts.build_impacts(index, documents, written, threads)}
 
-        n_docs = lucene.build_index(
-            tmp, index_path, LUCENE_WRITER_THREADS, metadata, extend=add_impacts
-        )
+        n_docs = lucene.build_index(tmp, index_path, metadata, extend=add_impacts)
     if n_docs != written:
         raise lucene.LuceneError(
             f"Lucene indexed {n_docs} documents of {written} written for {group}.rep{rep}"

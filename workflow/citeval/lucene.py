@@ -82,6 +82,18 @@ HEAP_ENV = "CITEVAL_JAVA_HEAP"
 INCUBATOR_VECTOR_OPTION = "--add-modules=jdk.incubator.vector"
 MAX_CLAUSE_COUNT = 1 << 20
 OPENAI_PLACEHOLDER = "placeholder-not-used-by-citeval"
+WRITER_THREADS = 1
+"""Threads of Anserini's ``IndexCollection`` for every index citeval builds.
+
+With one writer thread the documents enter Lucene in the collection's order (``paper_id``
+order, as :mod:`citeval.bm25` writes it) and are numbered in that order, so the index (its
+documents, postings and norms, the doc number -> id table and the impact matrix) is the
+same for any ``--threads``, on a workstation or under SLURM. Parallel writers number
+documents in a scheduling-dependent order and split them into segments differently. (One
+writer flushes a segment each time its buffer fills, and Lucene's default merge policy,
+which could reorder segments, starts merging only past ten of them.) Lucene's own files
+still differ from build to build in their random segment ids, which nothing reads.
+"""
 
 # Java field names of Anserini's documents (io.anserini.index.Constants).
 ID_FIELD = "id"
@@ -266,7 +278,6 @@ def analyze(texts: Sequence[str]) -> list[list[str]]:
 def index_collection(
     collection_dir: str | os.PathLike,
     target_dir: str | os.PathLike,
-    threads: int = 1,
     extra_args: Sequence[str] = (),
 ) -> int:
     """Index a JsonCollection folder into ``target_dir`` (not atomic); return doc count.
@@ -274,8 +285,8 @@ def index_collection(
     Runs Anserini's ``IndexCollection`` in this process. Only the ``id`` (stored, for
     results) and the analyzed ``contents`` (term frequencies and norms; no positions, doc
     vectors or raw text) are kept: BM25 needs nothing else. Anserini skips empty
-    documents, so the caller should compare the count with what it wrote. Each input file
-    goes to one indexing thread.
+    documents, so the caller should compare the count with what it wrote. One thread
+    writes (:data:`WRITER_THREADS`).
     """
     start_jvm()
     collection = Path(collection_dir)
@@ -293,7 +304,7 @@ def index_collection(
         "-index",
         str(target),
         "-threads",
-        str(threads),
+        str(WRITER_THREADS),
         *extra_args,
     ]
     if not LOG.isEnabledFor(logging.INFO):
@@ -314,7 +325,6 @@ def index_collection(
 def build_index(
     collection_dir: str | os.PathLike,
     index_dir: str | os.PathLike,
-    threads: int = 1,
     metadata: Mapping[str, Any] | None = None,
     extend: Callable[[Path], Mapping[str, Any]] | None = None,
 ) -> int:
@@ -327,7 +337,7 @@ def build_index(
     always carries them. Lucene ignores the extra files.
     """
     with atomic_path(index_dir) as tmp:
-        n_docs = index_collection(collection_dir, tmp, threads)
+        n_docs = index_collection(collection_dir, tmp)
         write_docids(tmp)
         extra = dict(extend(tmp)) if extend is not None else {}
         if metadata is not None:

