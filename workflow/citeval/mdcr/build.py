@@ -23,7 +23,7 @@ from pathlib import Path
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import write_json, write_text
 from citeval.mdcr.construct import Settings, build_benchmark
-from citeval.mdcr.formats import check_data_covers, write_benchmark, write_data
+from citeval.mdcr.formats import check_data_covers, iter_pairs, write_benchmark, write_data
 from citeval.mdcr.inputs import (
     Tables,
     output_paths,
@@ -125,13 +125,8 @@ def build_split(args: argparse.Namespace) -> None:
     benchmark, report = build_benchmark(inputs, settings)
     if not benchmark:
         raise InputDataError("no query of the split has a positive with a title and an abstract")
-    needed = {q for qs in benchmark.values() for q in qs} | {
-        c
-        for qs in benchmark.values()
-        for entry in qs.values()
-        for ids in entry.values()
-        for c in ids
-    }
+    candidate_pairs = list(iter_pairs(benchmark))
+    needed = {q for qs in benchmark.values() for q in qs} | {c for _, c in candidate_pairs}
     papers = tables.texts(needed)
     check_data_covers(benchmark, {p.paper_id: p for p in papers})
     report["settings"]["most_cited_depth"] = args.most_cited_depth
@@ -143,11 +138,7 @@ def build_split(args: argparse.Namespace) -> None:
             for model, value in mean_jaccard_with_others(models, pairs).items()
         },
     }
-    report["pairs"] = sum(
-        len({c for ids in entry.values() for c in ids})
-        for qs in benchmark.values()
-        for entry in qs.values()
-    )
+    report["pairs"] = len(candidate_pairs)
     write_benchmark(benchmark, paths["benchmark"])
     write_data(papers, paths["data"])
     write_text(format_jaccard_tsv(models, pairs, selected), paths["jaccard"])
