@@ -106,6 +106,7 @@ def build_split(args: argparse.Namespace) -> None:
         positives=args.positives,
         negatives_per_type=args.negatives_per_type,
         model_depth=args.model_depth,
+        most_cited_depth=args.most_cited_depth,
         max_candidate_year=None if args.max_candidate_year == "none" else args.max_candidate_year,
         shortfall=args.shortfall,
     )
@@ -116,7 +117,6 @@ def build_split(args: argparse.Namespace) -> None:
     needed = {q for qs in benchmark.values() for q in qs} | {c for _, c in candidate_pairs}
     papers = tables.texts(needed)
     check_data_covers(benchmark, {p.paper_id: p for p in papers})
-    report["settings"]["most_cited_depth"] = args.most_cited_depth
     report["model_selection"] = list(args.model_selection)
     report["jaccard"] = {
         "models": models,

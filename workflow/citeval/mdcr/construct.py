@@ -63,6 +63,7 @@ class Settings:
     positives: int = 5
     negatives_per_type: int = 10
     model_depth: int = 200
+    most_cited_depth: int = 200  # how many papers Inputs.most_cited holds per field
     max_candidate_year: str | None = "query_year"
     shortfall: str = "fill_from_random"
 
@@ -303,6 +304,7 @@ def _report_dict(settings: Settings, reports: Mapping[str, FieldReport]) -> dict
             "positives": settings.positives,
             "negatives_per_type": settings.negatives_per_type,
             "model_depth": settings.model_depth,
+            "most_cited_depth": settings.most_cited_depth,
             "max_candidate_year": settings.max_candidate_year,
             "shortfall": settings.shortfall,
         },
