@@ -12,6 +12,7 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,16 @@ def tiny_st_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     directory = tmp_path_factory.mktemp("tiny-st")
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(directory))
     return directory
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """One Faiss/BLAS thread during the test; the process-wide settings are put back after.
+
+    Modules of vector searches take it with ``pytestmark = pytest.mark.usefixtures(...)``.
+    """
+    # Imported here so that only the tests that use it load Faiss.
+    import embedding_store_builder
+
+    with embedding_store_builder.one_thread():
+        yield

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from embedding_store_builder import (
-    one_thread,
     paper_ids,
     random_vectors,
     write_collection,
@@ -21,11 +19,7 @@ from citeval.embeddings import EmbeddingStore
 from citeval.faiss_index import TIE_MARGIN, IndexSpec
 from citeval.trec import read_run
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    with one_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def multi_vector_corpus(n_papers: int, seed: int) -> tuple[list[str], list[int], np.ndarray]:

@@ -24,6 +24,7 @@ import pytest
 import rank_bm25
 
 from citeval import bm25, impacts, lucene
+from citeval.collections import CollectionInfo, write_collections
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
 
@@ -134,10 +135,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
         same = [i for i in pool_idx if topic_of[i] == topic_of[q] and i != q]
         qrels[ids[q]] = {ids[i]: 1 for i in rng.sample(same, 8)}
     write_qrels(qrels, sample / "qrels" / f"{GROUP}.rep0.qrels")
-    (sample / "collections.tsv").write_text(
-        "setup\tsplit\tgroup\trep\tn_queries\tpool_size\trequested_pool_size\n"
-        f"dataset\tvalid\t{GROUP}\t0\t{N_QUERIES}\t280\t280\n"
-    )
+    write_collections([CollectionInfo("dataset", "valid", GROUP, 0, N_QUERIES, 280, 280)], sample)
     index_dir = root / "indexes" / f"{GROUP}.rep0"
     lucene.start_jvm(heap="1g", processors=2)
     lucene.set_java_log_level("WARN")

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from embedding_store_builder import DIM, one_thread, paper_ids, random_vectors, write_store
+from embedding_store_builder import DIM, paper_ids, random_vectors, write_store
 
 from citeval.embeddings import EmbeddingStore, ids_path_for, ids_schema, shard_name, write_shard
 from citeval.errors import InputDataError
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    with one_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_gather_from_shards_equals_concatenation(tmp_path: Path) -> None:

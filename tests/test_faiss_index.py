@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from embedding_store_builder import (
     brute_force,
-    one_thread,
     paper_ids,
     random_vectors,
     write_store,
@@ -26,11 +24,7 @@ from citeval.faiss_index import (
 )
 from citeval.io import write_json
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    with one_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("similarity", ["ip", "l2", "cosine"])

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from citeval.collections import CollectionInfo, write_collections
 from citeval.metrics import write_per_query_tsv
 from citeval.report import main
 
@@ -13,10 +14,9 @@ MEASURES = ["map", "ndcg", "recall_30"]
 def write_collection(results, setup, rows):
     """rows: (group, rep, pool_size, requested, {model: map value})."""
     directory = results / "samples" / f"{setup}-test"
-    directory.mkdir(parents=True, exist_ok=True)
-    lines = ["setup\tsplit\tgroup\trep\tn_queries\tpool_size\trequested_pool_size"]
+    listed = []
     for group, rep, size, requested, values in rows:
-        lines.append(f"{setup}\ttest\t{group}\t{rep}\t2\t{size}\t{requested}")
+        listed.append(CollectionInfo(setup, "test", group, rep, 2, size, requested))
         for model, value in values.items():
             per_query = {
                 "q1": {m: value - 0.1 for m in MEASURES},
@@ -25,7 +25,7 @@ def write_collection(results, setup, rows):
             mean = {m: value for m in MEASURES}
             path = results / "metrics" / f"{setup}-test" / f"{group}.rep{rep}" / f"{model}.tsv"
             write_per_query_tsv(per_query, mean, path)
-    (directory / "collections.tsv").write_text("\n".join(lines) + "\n")
+    write_collections(listed, directory)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from corpus_builder import write_corpus
 from citeval.collections import read_collections
 from citeval.errors import ConfigError
 from citeval.filter import PrefilterRules, prefilter
-from citeval.sample import field_slug, main
+from citeval.sample import field_slug, field_slugs, main
 from citeval.trec import read_qrels
 
 FIELDS = ["Biology", "Computer Science", "Art"]
@@ -291,3 +291,14 @@ def test_unknown_field_fails_with_clear_message(corpus, tmp_path, capsys):
 
 def test_config_error_type():
     assert issubclass(ConfigError, Exception)
+
+
+def test_field_slugs_in_field_order_and_refuses_a_shared_slug():
+    assert list(field_slugs(["Computer Science", "Art"], "fields").items()) == [
+        ("computer-science", "Computer Science"),
+        ("art", "Art"),
+    ]
+    with pytest.raises(ConfigError, match="fields: two fields share a file name"):
+        field_slugs(["Computer Science", "computer science"], "fields")
+    with pytest.raises(ConfigError, match="share a file name"):
+        field_slugs(["Art", "Art"], "fields")

@@ -57,6 +57,15 @@ def duckdb_memory_bytes(limit: str) -> int:
     return max(DUCKDB_MIN_MEMORY, int(total * DUCKDB_MEMORY_SHARE / 2**20) * 2**20)
 
 
+def duckdb_memory_setting(limit: str) -> str:
+    """DuckDB's ``memory_limit`` setting for a whole-process budget: ``"1430MiB"`` for ``2GB``.
+
+    The budget is :func:`duckdb_memory_bytes`, written in whole MiB (DuckDB reads ``MB`` as
+    10**6 bytes, ``MiB`` as 2**20).
+    """
+    return f"{duckdb_memory_bytes(limit) // 2**20}MiB"
+
+
 def memory_size(text: str) -> str:
     """argparse type for a memory size (see :func:`memory_bytes`); returns it unchanged."""
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from citeval.cli import duckdb_memory_bytes, memory_size, positive_int, run_cli
+from citeval.cli import duckdb_memory_setting, memory_size, positive_int, run_cli
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet_stream
 
@@ -83,8 +83,9 @@ def prefilter(
         )
     # DuckDB gets the share merge gives it: the rest is the process and the Arrow batches
     # on their way to the output.
-    limit_mib = duckdb_memory_bytes(memory_limit) // 2**20
-    con = duckdb.connect(config={"memory_limit": f"{limit_mib}MiB", "threads": threads})
+    con = duckdb.connect(
+        config={"memory_limit": duckdb_memory_setting(memory_limit), "threads": threads}
+    )
     con.execute(f"CREATE VIEW papers AS SELECT * FROM read_parquet('{parquet_glob(papers_dir)}')")
     predicates = rules.predicates()
 

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -54,15 +54,25 @@ def write_parquet(table: pa.Table, path: str | os.PathLike, **options: Any) -> N
         pq.write_table(table, tmp, **{**PARQUET_OPTIONS, **options})
 
 
-def write_json(obj: Any, path: str | os.PathLike) -> None:
-    """Write ``obj`` as stable, sorted, indented JSON, atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+@contextlib.contextmanager
+def atomic_text(path: str | os.PathLike) -> Iterator[TextIO]:
+    """Yield a text handle on a temporary renamed onto ``path`` on success (streaming writers).
+
+    The text is UTF-8 with ``"\\n"`` line ends whatever the locale or platform.
+    """
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
+        yield handle
 
 
 def write_text(text: str, path: str | os.PathLike) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
+    """Write ``text`` atomically as UTF-8 with ``"\\n"`` line ends."""
+    with atomic_text(path) as handle:
+        handle.write(text)
+
+
+def write_json(obj: Any, path: str | os.PathLike) -> None:
+    """Write ``obj`` as stable, sorted, indented JSON (UTF-8), atomically."""
+    write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
 
 
 def file_fingerprint(path: str | os.PathLike, *, chunk_size: int = 1 << 20) -> str:

@@ -45,7 +45,7 @@ import pytrec_eval
 
 from citeval.cli import positive_int, run_cli
 from citeval.errors import InputDataError
-from citeval.io import atomic_path
+from citeval.io import write_text
 from citeval.trec import Qrels, Run, rank_documents, read_qrels, read_run
 
 LOG = logging.getLogger(__name__)
@@ -233,8 +233,7 @@ def write_per_query_tsv(
 ) -> None:
     """Write :func:`format_per_query_tsv` atomically."""
     text = format_per_query_tsv(per_query, mean)
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
+    write_text(text, path)
 
 
 def read_per_query_tsv(path: str | os.PathLike) -> PerQuery:

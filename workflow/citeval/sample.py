@@ -60,6 +60,17 @@ def field_slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
+def field_slugs(fields: Sequence[str], setting: str) -> dict[str, str]:
+    """``{slug: field name}`` in the order of ``fields``; ConfigError when two share a slug.
+
+    ``setting`` names where the fields came from, for the error message.
+    """
+    slugs = {field_slug(name): name for name in fields}
+    if len(slugs) != len(fields):
+        raise ConfigError(f"{setting}: two fields share a file name: {list(fields)}")
+    return slugs
+
+
 def seeded_rng(seed: int, *keys: object) -> np.random.Generator:
     """A generator whose stream depends only on ``seed`` and ``keys``, never on call order."""
     words = [int(seed)]
@@ -306,9 +317,7 @@ def sample_field_level(
     repetitions: int,
     guard: SizeGuard,
 ) -> dict[str, list[Collection]]:
-    slugs = [field_slug(name) for name in fields]
-    if len(set(slugs)) != len(slugs):
-        raise ConfigError(f"sampling.field_level.fields: two fields share a file name: {fields}")
+    slugs = field_slugs(fields, "sampling.field_level.fields")
     eligible = {name: data.eligible_queries(name) for name in fields}
     test_queries: dict[str, list[str]] = {}
     for name in fields:
@@ -328,7 +337,7 @@ def sample_field_level(
         )["test"]
 
     collections: dict[str, list[Collection]] = {split: [] for split in SPLITS}
-    for name, slug in zip(fields, slugs, strict=True):
+    for slug, name in slugs.items():
         field_cited = data.field_cited_set(name)
         for split, per_split in (("test", test_queries), ("valid", valid_queries)):
             queries_of_split = per_split[name]

@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 
 from citeval.errors import InputDataError
-from citeval.io import atomic_path
+from citeval.io import write_text
 
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
@@ -103,8 +103,7 @@ def write_run(
 ) -> None:
     """Write ``run`` atomically as a TREC run file, at most ``k`` lines per query."""
     text = format_run(run, tag, k)
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
+    write_text(text, path)
 
 
 def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
@@ -198,8 +197,7 @@ def format_qrels(qrels: Mapping[str, Mapping[str, int]]) -> str:
 def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | os.PathLike) -> None:
     """Write ``qrels`` atomically as a TREC qrels file."""
     text = format_qrels(qrels)
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
+    write_text(text, path)
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:

@@ -23,7 +23,7 @@ from pathlib import Path
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import write_json, write_text
 from citeval.mdcr.construct import Settings, build_benchmark
-from citeval.mdcr.formats import check_data_covers, write_benchmark, write_data
+from citeval.mdcr.formats import check_data_covers, iter_pairs, write_benchmark, write_data
 from citeval.mdcr.inputs import (
     Tables,
     output_paths,
@@ -35,26 +35,11 @@ from citeval.mdcr.negatives import (
     least_alike_models,
     mean_jaccard,
     mean_jaccard_with_others,
-    top_non_cited,
+    top_lists,
 )
 
 LOG = logging.getLogger(__name__)
 AUTO = "auto"
-
-
-def top_lists(
-    rankings: Mapping[str, Mapping[str, Sequence[str]]],
-    cited: Mapping[str, frozenset[str]],
-    depth: int,
-) -> dict[str, dict[str, list[str]]]:
-    """Each model's top ``depth`` non-cited results per query."""
-    return {
-        model: {
-            query_id: top_non_cited(ranking, query_id, cited.get(query_id, frozenset()), depth)
-            for query_id, ranking in per_query.items()
-        }
-        for model, per_query in rankings.items()
-    }
 
 
 def select_models(
@@ -109,7 +94,9 @@ def build_split(args: argparse.Namespace) -> None:
         Path(args.corpus), Path(args.filtered), memory_limit=args.memory_limit, threads=args.threads
     )
     inputs = read_inputs(tables, queries, rankings, args.most_cited_depth)
-    pairs = mean_jaccard(top_lists(rankings, inputs.cited, args.model_depth))
+    # The same lists serve the Jaccard table and the model types' candidates.
+    top = top_lists(rankings, inputs.cited, args.model_depth)
+    pairs = mean_jaccard(top)
     selected = select_models(models, pairs, args.model_selection, args.num_model_types)
     LOG.info("model types: %s", ", ".join(selected))
     settings = Settings(
@@ -119,22 +106,17 @@ def build_split(args: argparse.Namespace) -> None:
         positives=args.positives,
         negatives_per_type=args.negatives_per_type,
         model_depth=args.model_depth,
+        most_cited_depth=args.most_cited_depth,
         max_candidate_year=None if args.max_candidate_year == "none" else args.max_candidate_year,
         shortfall=args.shortfall,
     )
-    benchmark, report = build_benchmark(inputs, settings)
+    benchmark, report = build_benchmark(inputs, settings, top)
     if not benchmark:
         raise InputDataError("no query of the split has a positive with a title and an abstract")
-    needed = {q for qs in benchmark.values() for q in qs} | {
-        c
-        for qs in benchmark.values()
-        for entry in qs.values()
-        for ids in entry.values()
-        for c in ids
-    }
+    candidate_pairs = list(iter_pairs(benchmark))
+    needed = {q for qs in benchmark.values() for q in qs} | {c for _, c in candidate_pairs}
     papers = tables.texts(needed)
     check_data_covers(benchmark, {p.paper_id: p for p in papers})
-    report["settings"]["most_cited_depth"] = args.most_cited_depth
     report["model_selection"] = list(args.model_selection)
     report["jaccard"] = {
         "models": models,
@@ -143,11 +125,7 @@ def build_split(args: argparse.Namespace) -> None:
             for model, value in mean_jaccard_with_others(models, pairs).items()
         },
     }
-    report["pairs"] = sum(
-        len({c for ids in entry.values() for c in ids})
-        for qs in benchmark.values()
-        for entry in qs.values()
-    )
+    report["pairs"] = len(candidate_pairs)
     write_benchmark(benchmark, paths["benchmark"])
     write_data(papers, paths["data"])
     write_text(format_jaccard_tsv(models, pairs, selected), paths["jaccard"])

@@ -36,10 +36,11 @@ import numpy as np
 from citeval.errors import ConfigError
 from citeval.mdcr.formats import POSITIVE_TYPE, Benchmark
 from citeval.mdcr.negatives import (
+    TopLists,
     draw_allowed,
     graph_negatives,
     random_negatives,
-    top_non_cited,
+    top_lists,
 )
 from citeval.sample import seeded_rng
 
@@ -62,6 +63,7 @@ class Settings:
     positives: int = 5
     negatives_per_type: int = 10
     model_depth: int = 200
+    most_cited_depth: int = 200  # how many papers Inputs.most_cited holds per field
     max_candidate_year: str | None = "query_year"
     shortfall: str = "fill_from_random"
 
@@ -172,15 +174,14 @@ def _negatives(
     generator: np.random.Generator,
     inputs: Inputs,
     settings: Settings,
+    top: TopLists,
     field_name: str,
     state: QueryCandidates,
 ) -> list[str]:
     """What candidate type ``kind``'s own procedure supplies for one query."""
     wanted = settings.negatives_per_type
     if kind in settings.model_types:
-        ranking = inputs.rankings[kind].get(state.query_id, ())
-        top = top_non_cited(ranking, state.query_id, state.cited, settings.model_depth)
-        return draw_allowed(generator, top, state.allowed, wanted)
+        return draw_allowed(generator, top[kind].get(state.query_id, ()), state.allowed, wanted)
     if kind == GRAPH:
         return graph_negatives(generator, state.cited, inputs.neighbours, state.allowed, wanted)
     if kind == MOST_CITED:
@@ -190,9 +191,17 @@ def _negatives(
 
 
 def build_query(
-    inputs: Inputs, settings: Settings, field_name: str, query_id: str, report: FieldReport
+    inputs: Inputs,
+    settings: Settings,
+    top: TopLists,
+    field_name: str,
+    query_id: str,
+    report: FieldReport,
 ) -> dict[str, list[str]] | None:
-    """One query's ``{type: sorted ids}``, or None when it has no usable positive."""
+    """One query's ``{type: sorted ids}``, or None when it has no usable positive.
+
+    ``top`` holds the model types' top ``model_depth`` non-cited results (:func:`top_lists`).
+    """
     state = QueryCandidates(
         query_id,
         inputs.cited.get(query_id, frozenset()),
@@ -214,7 +223,7 @@ def build_query(
     wanted = settings.negatives_per_type
     for kind in settings.types:
         rng = generator(kind)
-        chosen = _negatives(kind, rng, inputs, settings, field_name, state)
+        chosen = _negatives(kind, rng, inputs, settings, top, field_name, state)
         counts = report.types[kind]
         _count(counts, wanted, len(chosen))
         if len(chosen) < wanted and settings.shortfall == "fill_from_random":
@@ -228,11 +237,21 @@ def build_query(
     return entry
 
 
-def build_benchmark(inputs: Inputs, settings: Settings) -> tuple[Benchmark, dict]:
-    """The benchmark ``{field: {query: {type: [ids]}}}`` and the construction report."""
+def build_benchmark(
+    inputs: Inputs, settings: Settings, top: TopLists | None = None
+) -> tuple[Benchmark, dict]:
+    """The benchmark ``{field: {query: {type: [ids]}}}`` and the construction report.
+
+    ``top``: :func:`top_lists` of ``inputs.rankings`` at ``settings.model_depth`` (for at
+    least the model types), when the caller has computed them already; computed here
+    otherwise.
+    """
     missing_models = sorted(set(settings.model_types) - set(inputs.rankings))
     if missing_models:
         raise ConfigError(f"no rankings for the selected models {missing_models}")
+    if top is None:
+        selected = {model: inputs.rankings[model] for model in settings.model_types}
+        top = top_lists(selected, inputs.cited, settings.model_depth)
     benchmark: Benchmark = {}
     reports: dict[str, FieldReport] = {}
     for field_name in sorted(inputs.queries):
@@ -243,7 +262,7 @@ def build_benchmark(inputs: Inputs, settings: Settings) -> tuple[Benchmark, dict
         reports[field_name] = report
         queries = {}
         for query_id in sorted(inputs.queries[field_name]):
-            entry = build_query(inputs, settings, field_name, query_id, report)
+            entry = build_query(inputs, settings, top, field_name, query_id, report)
             if entry is not None:
                 queries[query_id] = entry
         report.queries = len(queries)
@@ -285,6 +304,7 @@ def _report_dict(settings: Settings, reports: Mapping[str, FieldReport]) -> dict
             "positives": settings.positives,
             "negatives_per_type": settings.negatives_per_type,
             "model_depth": settings.model_depth,
+            "most_cited_depth": settings.most_cited_depth,
             "max_candidate_year": settings.max_candidate_year,
             "shortfall": settings.shortfall,
         },

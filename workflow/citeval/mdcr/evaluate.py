@@ -79,10 +79,9 @@ def evaluate_field(
         positives = set(candidates[POSITIVE_TYPE])
         run[query_id] = {c: scores[score_key(query_id, c)] for c in ids}
         qrels[query_id] = {c: int(c in positives) for c in ids}
-    # A query with no candidate at all has nothing to rank; trec_eval scores it 0.
-    per_query = trec_evaluate(run, qrels, MEASURES)
-    zeros = dict.fromkeys(MEASURES, 0.0)
-    return {query_id: per_query.get(query_id, dict(zeros)) for query_id in sorted(qrels)}
+    # run and qrels share their queries, so every query gets a row, in sorted order; one
+    # with no candidate at all has nothing to rank and scores 0 (citeval.metrics.evaluate).
+    return trec_evaluate(run, qrels, MEASURES)
 
 
 def evaluate_benchmark(

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from citeval.errors import InputDataError
-from citeval.io import atomic_path
+from citeval.io import atomic_text, write_text
 
 Benchmark = dict[str, dict[str, dict[str, list[str]]]]
 Scores = dict[str, float]
@@ -156,8 +156,7 @@ def write_benchmark(benchmark: Benchmark, path: str | os.PathLike) -> None:
     """Write a benchmark file atomically: keys sorted, lists as given, indented."""
     validate_benchmark(benchmark)
     text = json.dumps(benchmark, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
+    write_text(text, path)
 
 
 def read_data(path: str | os.PathLike) -> dict[str, Paper]:
@@ -216,7 +215,7 @@ def read_data(path: str | os.PathLike) -> dict[str, Paper]:
 def write_data(papers: Iterable[Paper], path: str | os.PathLike) -> None:
     """Write a data file atomically: one line per paper, sorted by ``paper_id``."""
     ordered = sorted(papers, key=lambda paper: paper.paper_id)
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
+    with atomic_text(path) as handle:
         for paper in ordered:
             record = {"paper_id": paper.paper_id, "title": paper.title, "abstract": paper.abstract}
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -297,8 +296,7 @@ def write_scores(scores: Mapping[str, float], path: str | os.PathLike) -> None:
         f" {json.dumps(key, ensure_ascii=False)}: {float(scores[key])!r}" for key in sorted(scores)
     )
     text = "{\n" + body + "\n}\n" if scores else "{}\n"
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
+    write_text(text, path)
 
 
 def check_scores_cover(

@@ -20,22 +20,19 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from citeval.cli import duckdb_memory_bytes
+from citeval.cli import duckdb_memory_setting
 from citeval.collections import collection_name
-from citeval.errors import ConfigError, InputDataError
+from citeval.errors import InputDataError
+from citeval.io import parquet_glob
 from citeval.mdcr.construct import Inputs
 from citeval.mdcr.formats import Paper
-from citeval.sample import field_slug
+from citeval.sample import field_slug, field_slugs
 from citeval.trec import rank_documents, read_run
 
 FIELD_REP = 0
 _HAS_TEXT = (
     "title IS NOT NULL AND trim(title) <> '' AND abstract IS NOT NULL AND trim(abstract) <> ''"
 )
-
-
-def _glob(directory: Path) -> str:
-    return str(directory / "*.parquet")
 
 
 class Tables:
@@ -47,14 +44,15 @@ class Tables:
         for path in (corpus / "papers", corpus / "citations", filtered):
             if not path.exists():
                 raise InputDataError("not found", path=str(path))
-        memory = f"{duckdb_memory_bytes(memory_limit) // 2**20}MB"
-        self.con = duckdb.connect(config={"memory_limit": memory, "threads": threads})
+        self.con = duckdb.connect(
+            config={"memory_limit": duckdb_memory_setting(memory_limit), "threads": threads}
+        )
         self.con.execute(
-            f"CREATE VIEW papers AS SELECT * FROM read_parquet('{_glob(corpus / 'papers')}')"
+            f"CREATE VIEW papers AS SELECT * FROM read_parquet('{parquet_glob(corpus / 'papers')}')"
         )
         self.con.execute(
             "CREATE VIEW citations AS SELECT citing_id, cited_id FROM "
-            f"read_parquet('{_glob(corpus / 'citations')}')"
+            f"read_parquet('{parquet_glob(corpus / 'citations')}')"
         )
         self.con.execute(f"CREATE VIEW filtered AS SELECT * FROM read_parquet('{filtered}')")
 
@@ -133,9 +131,7 @@ def read_field_queries(samples: Path, fields: Sequence[str]) -> dict[str, list[s
     path = samples / "queries.parquet"
     if not path.exists():
         raise InputDataError("not found", path=str(path))
-    by_slug = {field_slug(name): name for name in fields}
-    if len(by_slug) != len(fields):
-        raise ConfigError(f"two fields share a slug: {list(fields)}")
+    by_slug = field_slugs(fields, "--fields")
     rows = duckdb.sql(f"SELECT \"group\", query_id FROM read_parquet('{path}') ORDER BY 1, 2")
     queries: dict[str, list[str]] = {}
     for slug, query_id in rows.fetchall():

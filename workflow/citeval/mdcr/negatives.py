@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 Allowed = Callable[[str], bool]
+TopLists = Mapping[str, Mapping[str, Sequence[str]]]  # model -> query -> top non-cited ids
 
 # Random draws try single ids until this many tries per wanted candidate, then fall back
 # to filtering the whole population (a corpus whose papers are mostly disallowed).
@@ -50,9 +51,22 @@ def top_non_cited(
     return list(itertools.islice(kept, depth))
 
 
-def mean_jaccard(
-    top_lists: Mapping[str, Mapping[str, Sequence[str]]],
-) -> dict[tuple[str, str], float]:
+def top_lists(
+    rankings: Mapping[str, Mapping[str, Sequence[str]]],
+    cited: Mapping[str, frozenset[str]],
+    depth: int,
+) -> dict[str, dict[str, list[str]]]:
+    """Each model's :func:`top_non_cited` ``depth`` results for every query it ranked."""
+    return {
+        model: {
+            query_id: top_non_cited(ranking, query_id, cited.get(query_id, frozenset()), depth)
+            for query_id, ranking in per_query.items()
+        }
+        for model, per_query in rankings.items()
+    }
+
+
+def mean_jaccard(top_lists: TopLists) -> dict[tuple[str, str], float]:
     """Average Jaccard index of every pair of models' per-query lists (keys sorted pairs).
 
     The average runs over the queries both models ranked and for which at least one of
