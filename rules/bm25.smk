@@ -1,6 +1,7 @@
 # BM25 with Lucene (Anserini through pyserini): one index per pool (with its impact
 # matrix), k1/b tuned on the validation split, top-k runs for every test collection. The
 # tuning job builds its validation indexes itself, in one JVM, and deletes them when done.
+# Anserini logs to stdout, so both streams of these jobs go to the rule's log.
 
 
 rule bm25_index:
@@ -25,7 +26,7 @@ rule bm25_index:
     shell:
         "python -m citeval.bm25 index --papers {input.corpus:q}/papers "
         "--pools {input.samples:q}/pools.parquet --group {wildcards.group:q} "
-        "--rep {wildcards.rep:q} --index-dir {output:q} --threads {threads} 2> {log:q}"
+        "--rep {wildcards.rep:q} --index-dir {output:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule bm25_tune:
@@ -59,7 +60,7 @@ rule bm25_tune:
         "--sample-dir {input.samples:q} {params.collections} "
         "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric:q} "
         "--k {params.k:q} --searcher {params.searcher:q} --threads {threads} "
-        "--output {output:q} 2> {log:q}"
+        "--output {output:q} > {log:q} 2>&1"
 
 
 rule bm25_search:
@@ -93,4 +94,4 @@ rule bm25_search:
         "--papers {input.corpus:q}/papers --queries {input.samples:q}/queries.parquet "
         "--group {wildcards.group:q} --k {params.k:q} {params.bm25} "
         "--searcher {params.searcher:q} --threads {threads} --output {output:q} --tag bm25 "
-        "2> {log:q}"
+        "> {log:q} 2>&1"
