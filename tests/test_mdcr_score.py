@@ -301,3 +301,26 @@ def test_tables_refuse_an_evaluation_missing_a_field(tmp_path: Path) -> None:
                  f"b={tmp_path / 'b.tsv'}", "--output-dir", str(tmp_path)])  # fmt: skip
     assert code == 2
     assert math.isfinite(rows[0].values["map"])
+
+
+def test_dense_command_reuses_the_store_and_encodes_the_rest(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
+    from citeval.models import ModelSpec
+
+    entry = {"path": str(tiny_bert_dir), "pooling": "cls", "similarity": "cosine"}
+    spec = ModelSpec.from_config("tiny", entry)
+    ids = sorted(PAPERS)
+    vectors = score.encoded_vectors([PAPERS[p] for p in ids], spec, device="cpu")
+    _stored(tmp_path, ids[::2], np.stack([vectors[p][0] for p in ids[::2]]))
+    benchmark, data = _write_import(tmp_path)
+    output = tmp_path / "scores" / "tiny.json"
+    store = str(tmp_path / "store")
+    assert main(["score", "--benchmark", str(benchmark), "--data", str(data), "--model", "tiny",
+                 "--kind", "dense", "--model-json", json.dumps(entry), "--embeddings", store,
+                 "--device", "cpu", "--output", str(output)]) == 0  # fmt: skip
+    scores = read_scores(output)
+    # Stored or encoded, every vector is the float16 value normalised again in float32.
+    normalized = score.encoded_vectors([PAPERS[p] for p in ids], spec, "cpu", normalize=True)
+    assert scores == score.dense_scores(BENCHMARK, normalized, "cosine")
+    assert all(-1.0 - 1e-6 <= value <= 1.0 + 1e-6 for value in scores.values())

@@ -98,6 +98,7 @@ def score_command(args: argparse.Namespace) -> None:
     from citeval.mdcr import score
 
     benchmark, papers = load_benchmark(args.benchmark, args.data)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     if args.kind == "bm25":
         from citeval import lucene
         from citeval.bm25 import DEFAULT_B, DEFAULT_K1, read_params
@@ -130,7 +131,11 @@ def score_command(args: argparse.Namespace) -> None:
             entry = json.loads(args.model_json)
         except json.JSONDecodeError as error:
             raise ConfigError(f"--model-json is not valid JSON: {error}") from error
+        import torch
+
         set_num_threads(args.threads)
+        # torch would otherwise start one thread per core of the node, not of the job.
+        torch.set_num_threads(args.threads)
         spec = ModelSpec.from_config(args.model, entry)
         scores = score.score_dense(benchmark, papers, spec, args.embeddings, args.device)
     else:

@@ -209,16 +209,19 @@ def encoded_vectors(
 ) -> dict[str, np.ndarray]:
     """Vectors of ``papers`` encoded now, with the store's precision (float16)."""
     import faiss
+    from tqdm import tqdm
 
+    from citeval.encode import _to_float16
     from citeval.models import load_encoder
 
     if not papers:
         return {}
     encoder = load_encoder(spec, device=device)
-    encoded = encoder.encode([p.title for p in papers], [p.abstract for p in papers])
-    # The store keeps float16 (citeval.encode); the same rounding here keeps stored and
-    # fresh vectors alike, so a paper scores the same whichever way its vector came.
-    vectors = np.ascontiguousarray(encoded.vectors.astype(np.float16).astype(np.float32))
+    with tqdm(total=len(papers), unit="paper", desc=spec.name, mininterval=5.0) as bar:
+        encoded = encoder.encode([p.title for p in papers], [p.abstract for p in papers], bar)
+    # The store keeps float16 (citeval.encode, with its overflow check); the same rounding
+    # here keeps stored and fresh vectors alike, so a paper scores the same either way.
+    vectors = np.ascontiguousarray(_to_float16(encoded.vectors, spec).astype(np.float32))
     if normalize:
         faiss.normalize_L2(vectors)
     return _split_rows(vectors, encoded.paper_index, [p.paper_id for p in papers])
