@@ -22,6 +22,7 @@ include: "rules/encode.smk"
 include: "rules/index.smk"
 include: "rules/fusion.smk"
 include: "rules/metrics.smk"
+include: "rules/mdcr.smk"
 include: "rules/report.smk"
 
 

@@ -138,7 +138,7 @@ def test_metric_files(wildcards=None):
 
 
 def final_outputs(wildcards):
-    return [f"{RESULTS}/tables/provenance.json", *test_metric_files()]
+    return [f"{RESULTS}/tables/provenance.json", *test_metric_files(), *mdcr_outputs()]
 
 
 # --- command lines --------------------------------------------------------------------
@@ -221,3 +221,98 @@ def embedding_shards(wildcards):
         f"{RESULTS}/embeddings/{wildcards.dense_model}/shard-{index:05d}.npy"
         for index in range(NUM_ENCODE_SHARDS)
     ]
+
+
+# --- mdcr -------------------------------------------------------------------
+
+
+MDCR = config["mdcr"]
+MDCR_DIR = f"{RESULTS}/mdcr"
+MDCR_IMPORT = MDCR["source"] == "import"
+MDCR_ENABLED = MDCR["enabled"] and (MDCR_IMPORT or "field" in SETUPS)
+# Built: the test split only (field-level runs exist for test collections only). Imported:
+# every split the config names files for.
+MDCR_SPLITS = (
+    [split for split in ("test", "valid") if MDCR["import"].get(split)]
+    if MDCR_IMPORT
+    else ["test"]
+)
+# Models whose rep-0 field runs the construction compares (empty: every model).
+MDCR_BUILD_MODELS = list(MDCR["models"]) or MODELS
+
+
+def mdcr_benchmark_files(wildcards):
+    """The split's benchmark and data file: built by mdcr_build, or the imported ones."""
+    if MDCR_IMPORT:
+        files = MDCR["import"].get(wildcards.split)
+        if not files:
+            raise ValueError(f"mdcr.import.{wildcards.split} names no benchmark and data file")
+        return {"benchmark": files["benchmark"], "data": files["data"]}
+    return {
+        "benchmark": f"{MDCR_DIR}/mdcr_{wildcards.split}.json",
+        "data": f"{MDCR_DIR}/mdcr_{wildcards.split}_data.jsonl",
+    }
+
+
+def mdcr_build_runs(wildcards):
+    """Rep-0 runs of the compared models on every field pool of the split."""
+    return [
+        f"{RESULTS}/runs/field-{wildcards.split}/{collection.name}/{model}.trec"
+        for collection in collections("field", wildcards.split)
+        if collection.rep == 0
+        for model in MDCR_BUILD_MODELS
+    ]
+
+
+def mdcr_build_arguments(wildcards):
+    selection = MDCR["model_selection"]
+    words = [
+        "--seed", config["seed"],
+        "--fields", *SAMPLING["field_level"]["fields"],
+        "--models", *MDCR_BUILD_MODELS,
+        "--model-selection", *([selection] if isinstance(selection, str) else selection),
+        "--num-model-types", MDCR["num_model_types"],
+        "--positives", MDCR["positives"],
+        "--negatives-per-type", MDCR["negatives_per_type"],
+        "--model-depth", MDCR["model_depth"],
+        "--most-cited-depth", MDCR["most_cited_depth"],
+        "--max-candidate-year", MDCR["max_candidate_year"] or "none",
+        "--shortfall", MDCR["shortfall"],
+        "--memory-limit", config["ingest"]["memory_limit"],
+    ]
+    return shell_words(*words)
+
+
+def mdcr_bm25_parameters(wildcards):
+    """The field-level tuning of k1/b where it runs; otherwise the configured k1 and b."""
+    if BM25["tune"]["enabled"] and "field" in SETUPS:
+        return f"{RESULTS}/tuning/bm25-field.json"
+    return []
+
+
+def mdcr_embedding_shards(wildcards):
+    """A built benchmark reuses the model's embedding store: its papers' texts are the
+    corpus texts the store was encoded from. An imported one is encoded from its data file."""
+    return [] if MDCR_IMPORT else embedding_shards(wildcards)
+
+
+def mdcr_fusion_inputs(wildcards):
+    return [
+        f"{MDCR_DIR}/scores/{wildcards.split}/{name}.json"
+        for name in FUSIONS[wildcards.fusion]["runs"]
+    ]
+
+
+def mdcr_outputs(wildcards=None):
+    """Tables 3 and 4 (from the test split), and the construction's Jaccard table and report."""
+    if not MDCR_ENABLED or "test" not in MDCR_SPLITS:
+        return []
+    outputs = [
+        f"{RESULTS}/tables/{name}.{ext}"
+        for name in ("table3_mdcr", "table4_mdcr_types")
+        for ext in ("tsv", "md")
+    ]
+    if not MDCR_IMPORT:
+        outputs += [f"{MDCR_DIR}/mdcr_test_jaccard.tsv", f"{MDCR_DIR}/mdcr_test_report.json"]
+    outputs += [f"{MDCR_DIR}/eval/{split}/{model}.tsv" for split in MDCR_SPLITS for model in MODELS]
+    return outputs

@@ -82,6 +82,25 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
         assert "Traceback" not in log.read_text(), log
 
 
+def test_mdcr_is_built_scored_and_tabulated_for_every_model(two_runs):
+    out = two_runs[0] / "results" / "e2e"
+    for name in ("mdcr_test.json", "mdcr_test_data.jsonl", "mdcr_test_jaccard.tsv",
+                 "mdcr_test_report.json"):  # fmt: skip
+        assert (out / "mdcr" / name).is_file(), name
+    benchmark = json.loads((out / "mdcr" / "mdcr_test.json").read_text())
+    assert set(benchmark) <= {"Biology", "Computer Science", "Art"}
+    table3 = (out / "tables" / "table3_mdcr.tsv").read_text().splitlines()
+    header = table3[0].split("\t")
+    assert header[0] == "model" and header[-3:] == ["AVG MAP", "AVG NDCG", "AVG R@5"]
+    assert [row.split("\t")[0] for row in table3[1:]] == ["bm25", "tiny", "rrf"]
+    table4 = (out / "tables" / "table4_mdcr_types.tsv").read_text().splitlines()
+    kinds = {column.split(" ")[0] for column in table4[0].split("\t")[1:]}
+    assert {"graph", "most_cited", "random"} <= kinds
+    assert [row.split("\t")[0] for row in table4[1:]] == ["bm25", "tiny", "rrf"]
+    for row in table3[1:] + table4[1:]:
+        assert all(0.0 <= float(value) <= 100.0 for value in row.split("\t")[1:])
+
+
 def test_bm25_is_tuned_on_the_policys_collections_and_picks_the_grid_argmax(two_runs):
     out = two_runs[0] / "results" / "e2e"
     config = yaml.safe_load((two_runs[0] / "config.yaml").read_text())
@@ -115,7 +134,8 @@ def test_second_dry_run_has_nothing_to_do(two_runs):
 def test_two_runs_are_byte_identical(two_runs):
     first, second = (workdir / "results" / "e2e" for workdir in two_runs)
     compared = 0
-    for sub in ("corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings"):
+    subs = ("corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings", "mdcr")
+    for sub in subs:
         for path in sorted((first / sub).rglob("*")):
             if path.is_file():
                 twin = second / path.relative_to(first)

@@ -152,3 +152,85 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 )
 def test_config_files_repeat_no_key(path):
     yaml.load((REPO / path).read_text(), Loader=_UniqueKeyLoader)
+
+
+MDCR_RULES = (
+    "mdcr_build", "mdcr_score_bm25", "mdcr_score_dense", "mdcr_score_fusion",
+    "mdcr_evaluate", "mdcr_tables",
+)  # fmt: skip
+
+
+def _jobs(stdout: str) -> dict[str, int]:
+    """Snakemake's dry-run job table: rule -> job count."""
+    counts = {}
+    for line in stdout.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[1].isdigit():
+            counts[words[0]] = int(words[1])
+    return counts
+
+
+@pytest.mark.slow
+def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
+    """After the sample checkpoint, the default DAG holds the MDCR build of the test split,
+    one score and one evaluation per model (bm25, minilm, rrf), and Tables 3 and 4."""
+    samples = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
+    result = snakemake(workdir, *samples, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-4000:]
+    result = snakemake(workdir, "-n", "--cores", "2")
+    assert result.returncode == 0, result.stderr
+    jobs = _jobs(result.stdout)
+    assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
+        "mdcr_build": 1,
+        "mdcr_score_bm25": 1,
+        "mdcr_score_dense": 1,
+        "mdcr_score_fusion": 1,
+        "mdcr_evaluate": 3,
+        "mdcr_tables": 1,
+    }
+    disabled = workdir / "no-mdcr.yaml"
+    disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}}))
+    result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(disabled))
+    assert result.returncode == 0, result.stderr
+    assert not set(_jobs(result.stdout)) & set(MDCR_RULES)
+
+
+def test_import_mode_scores_the_given_files_without_building(workdir):
+    """mdcr.source: import reads the named benchmark and data file: no construction, and
+    the encoder scores them without the embedding store (their papers are not the corpus')."""
+    benchmark, data = workdir / "mdcr test.json", workdir / "mdcr_test_data.jsonl"
+    benchmark.write_text("{}")
+    data.write_text("")
+    config = {
+        "bm25": {"tune": {"enabled": False}},
+        "mdcr": {"source": "import", "import": {"test": {"benchmark": str(benchmark),
+                                                        "data": str(data)}}},
+    }  # fmt: skip
+    (workdir / "import.yaml").write_text(yaml.safe_dump(config))
+    tables = ["results/demo/tables/table3_mdcr.tsv", "results/demo/tables/table4_mdcr_types.tsv"]
+    result = snakemake(
+        workdir, *tables, "-n", "-p", "--cores", "2", "--configfile", str(workdir / "import.yaml")
+    )
+    assert result.returncode == 0, result.stderr
+    jobs = _jobs(result.stdout)
+    assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
+        "mdcr_build": None,
+        "mdcr_score_bm25": 1,
+        "mdcr_score_dense": 1,
+        "mdcr_score_fusion": 1,
+        "mdcr_evaluate": 3,
+        "mdcr_tables": 1,
+    }
+    assert "encode" not in jobs and "sample" not in jobs
+    commands = [
+        shlex.split(line.removeprefix("Shell command: "))
+        for line in result.stdout.splitlines()
+        if line.startswith("Shell command: ") and "citeval.mdcr score" in line
+    ]
+    assert len(commands) == 3
+    for words in commands:
+        assert words[words.index("--benchmark") + 1] == str(benchmark)
+        assert words[words.index("--data") + 1] == str(data)
+        assert "--embeddings" not in words
+    (bm25,) = [words for words in commands if "bm25" in words[words.index("--kind") + 1]]
+    assert bm25[bm25.index("--k1") + 1 : bm25.index("--k1") + 4] == ["0.9", "--b", "0.4"]

@@ -448,6 +448,7 @@ class ImpactSearcher:
         if len(self._docids) != self.num_docs or len(terms) != meta["n_terms"]:
             raise ImpactsError(f"{folder} does not match its index; rebuild the index")
         self._vocabulary = {term: number for number, term in enumerate(terms)}
+        self._doc_numbers: dict[str, int] | None = None  # built by score_documents
         doc_freqs = np.diff(self._indptr)
         # Lucene: (float) Math.log(1 + (docCount - docFreq + 0.5D) / (docFreq + 0.5D)).
         doc_count = meta["doc_count"]
@@ -507,6 +508,39 @@ class ImpactSearcher:
     def search(self, query: str, k: int) -> lucene.Hits:
         """Top ``k`` documents for one query."""
         return self._search_tokens(self._analyzer.analyze([query])[0], int(k))
+
+    def score_documents(
+        self, queries: Sequence[str], doc_ids: Sequence[Sequence[str]]
+    ) -> list[list[float]]:
+        """The BM25 score of each listed document for its query, as :meth:`search` gives it.
+
+        ``doc_ids[i]`` lists the documents of ``queries[i]``. A document that matches no
+        query term, or is not in the index, scores 0 (Lucene would not return it). The
+        whole index is scored per query, so the cost is that of a search without the top-k.
+        """
+        if len(queries) != len(doc_ids):
+            raise ValueError(f"{len(queries)} queries but {len(doc_ids)} document lists")
+        if self._doc_numbers is None:
+            self._doc_numbers = {doc_id: number for number, doc_id in enumerate(self._docids)}
+        numbers = self._doc_numbers
+        scores = []
+        for tokens, wanted in zip(self._analyzer.analyze(queries), doc_ids, strict=True):
+            terms, boosts = self._query_terms(tokens)
+            totals = np.zeros(self.num_docs)
+            _accumulate(
+                self._indptr,
+                self._docs,
+                self._impacts,
+                self._divisors,
+                self._idf,
+                terms,
+                boosts,
+                totals,
+            )
+            # Rounded to float32 as _top_k rounds a hit's score.
+            found = [numbers.get(doc_id, -1) for doc_id in wanted]
+            scores.append([float(F32(totals[number])) if number >= 0 else 0.0 for number in found])
+        return scores
 
     def batch_search(
         self, queries: Sequence[str], qids: Sequence[str], k: int, threads: int = 1

@@ -6,7 +6,9 @@
 * :mod:`citeval.mdcr.construct` — a split's benchmark from in-memory inputs;
 * :mod:`citeval.mdcr.inputs` — those inputs read from the pipeline's tables and runs;
 * :mod:`citeval.mdcr.build` — the ``build`` command: model selection, Jaccard table, files;
-* :mod:`citeval.mdcr.cli` — ``python -m citeval.mdcr {build,check,evaluate}``.
+* :mod:`citeval.mdcr.score` — every model's score of every query–candidate pair;
+* :mod:`citeval.mdcr.tables` — Tables 3 and 4 from the evaluations;
+* :mod:`citeval.mdcr.cli` — ``python -m citeval.mdcr {build,check,score,evaluate,tables}``.
 
 Formats, rules and settled details: docs/mdcr.md.
 """

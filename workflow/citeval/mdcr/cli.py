@@ -20,21 +20,45 @@ writes the number of queries, pairs and candidates per type of each field.
 
 writes ``mdcr_<split>.json``, ``mdcr_<split>_data.jsonl``, ``mdcr_<split>_jaccard.tsv``
 and ``mdcr_<split>_report.json`` (see docs/mdcr.md).
+
+    python -m citeval.mdcr score --benchmark mdcr_test.json --data mdcr_test_data.jsonl \
+        --model bm25 --kind bm25 [--params-json tuning.json | --k1 0.9 --b 0.4] \
+        --output scores/bm25.json
+    python -m citeval.mdcr score ... --model minilm --kind dense --model-json '{...}' \
+        [--embeddings results/demo/embeddings/minilm] --output scores/minilm.json
+    python -m citeval.mdcr score ... --model rrf --kind rrf --inputs a.json b.json --k 60 \
+        --output scores/rrf.json
+
+writes every pair's score in the published scores format (see citeval.mdcr.score).
+
+    python -m citeval.mdcr tables --evaluations bm25=eval/bm25.tsv minilm=eval/minilm.tsv \
+        --output-dir results/demo/tables
+
+writes Tables 3 and 4 (``table3_mdcr``, ``table4_mdcr_types``, TSV and Markdown).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from citeval.cli import memory_size, positive_int, run_cli
+from citeval.errors import ConfigError
 from citeval.io import write_json
 from citeval.mdcr.evaluate import evaluate_benchmark as run_evaluation
 from citeval.mdcr.evaluate import format_summary, write_rows_tsv
-from citeval.mdcr.formats import load_benchmark, read_benchmark, read_scores, summarize
+from citeval.mdcr.formats import (
+    check_scores_cover,
+    load_benchmark,
+    read_benchmark,
+    read_scores,
+    summarize,
+    write_scores,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -67,6 +91,77 @@ def build_command(args: argparse.Namespace) -> None:
     from citeval.mdcr.build import build_split
 
     build_split(args)
+
+
+def score_command(args: argparse.Namespace) -> None:
+    # Imported here: each kind loads what it needs (the JVM, torch) only when used.
+    from citeval.mdcr import score
+
+    benchmark, papers = load_benchmark(args.benchmark, args.data)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    if args.kind == "bm25":
+        from citeval import lucene
+        from citeval.bm25 import DEFAULT_B, DEFAULT_K1, read_params
+
+        if args.params_json is not None:
+            if args.k1 is not None or args.b is not None:
+                raise ConfigError("give either --params-json or --k1/--b, not both")
+            k1, b = read_params(args.params_json)
+        else:
+            k1 = DEFAULT_K1 if args.k1 is None else args.k1
+            b = DEFAULT_B if args.b is None else args.b
+        lucene.start_jvm(heap=args.java_heap, processors=args.threads)
+        lucene.set_java_log_level("WARN")
+        scores = score.score_bm25(
+            benchmark,
+            papers,
+            k1,
+            b,
+            searcher_kind=args.searcher,
+            threads=args.threads,
+            tmp_dir=args.output.parent,
+        )
+    elif args.kind == "dense":
+        from citeval.faiss_index import set_num_threads
+        from citeval.models import ModelSpec
+
+        if args.model_json is None:
+            raise ConfigError("--kind dense needs --model-json")
+        try:
+            entry = json.loads(args.model_json)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--model-json is not valid JSON: {error}") from error
+        import torch
+
+        set_num_threads(args.threads)
+        # torch would otherwise start one thread per core of the node, not of the job.
+        torch.set_num_threads(args.threads)
+        spec = ModelSpec.from_config(args.model, entry)
+        scores = score.score_dense(benchmark, papers, spec, args.embeddings, args.device)
+    else:
+        if not args.inputs or len(args.inputs) < 2:
+            raise ConfigError("--kind rrf needs --inputs with at least 2 scores files")
+        inputs = [read_scores(path) for path in args.inputs]
+        for path, scores_in in zip(args.inputs, inputs, strict=True):
+            check_scores_cover(benchmark, scores_in, path)
+        scores = score.rrf_scores(benchmark, inputs, args.k)
+    write_scores(scores, args.output)
+    LOG.info("%s: %d pairs scored, wrote %s", args.model, len(scores), args.output)
+
+
+def evaluation_pair(text: str) -> tuple[str, Path]:
+    """argparse type for ``MODEL=PATH``."""
+    model, sep, path = text.partition("=")
+    if not sep or not model or not path:
+        raise argparse.ArgumentTypeError(f"expected MODEL=PATH, got {text!r}")
+    return model, Path(path)
+
+
+def tables_command(args: argparse.Namespace) -> None:
+    from citeval.mdcr.tables import write_tables
+
+    write_tables(args.evaluations, args.output_dir)
+    LOG.info("MDCR tables written to %s", args.output_dir)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,6 +231,43 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--memory-limit", type=memory_size, default="2GB")
     build.add_argument("--threads", type=positive_int, default=2)
     build.set_defaults(handler=build_command)
+
+    score = commands.add_parser("score", help="score every query-candidate pair with a model")
+    score.add_argument("--benchmark", required=True, type=Path, help="mdcr_<split>.json")
+    score.add_argument("--data", required=True, type=Path, help="mdcr_<split>_data.jsonl")
+    score.add_argument("--model", required=True, help="model name (for the log and the spec)")
+    score.add_argument("--kind", required=True, choices=["bm25", "dense", "rrf"])
+    score.add_argument("--output", required=True, type=Path, help="scores JSON to write")
+    score.add_argument("--params-json", type=Path, default=None, help="bm25: tuned k1 and b")
+    score.add_argument("--k1", type=float, default=None, help="bm25: k1 (default 0.9)")
+    score.add_argument("--b", type=float, default=None, help="bm25: b (default 0.4)")
+    score.add_argument(
+        "--searcher", choices=["impacts", "lucene"], default="impacts", help="bm25 searcher"
+    )
+    score.add_argument("--java-heap", default=None, help="bm25: JVM maximum heap, e.g. 4g")
+    score.add_argument("--model-json", default=None, help="dense: the models.<name> entry")
+    score.add_argument(
+        "--embeddings",
+        type=Path,
+        default=None,
+        help="dense: embedding store whose vectors are reused (others are encoded)",
+    )
+    score.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    score.add_argument("--inputs", type=Path, nargs="+", default=None, help="rrf: scores files")
+    score.add_argument("--k", type=positive_int, default=60, help="rrf: constant k (default 60)")
+    score.add_argument("--threads", type=positive_int, default=1)
+    score.set_defaults(handler=score_command)
+
+    tables = commands.add_parser("tables", help="Tables 3 and 4 from evaluation TSVs")
+    tables.add_argument(
+        "--evaluations",
+        required=True,
+        nargs="+",
+        type=evaluation_pair,
+        help="MODEL=PATH of `evaluate --output` TSVs, in row order",
+    )
+    tables.add_argument("--output-dir", required=True, type=Path)
+    tables.set_defaults(handler=tables_command)
     return parser
 
 

@@ -1,0 +1,162 @@
+# MDCR (docs/mdcr.md): the benchmark built from the field-level test split (or imported
+# from published files), every model's score of every query-candidate pair, the published
+# evaluator per field and per candidate type, and Tables 3 and 4.
+
+
+rule mdcr_build:
+    input:
+        samples=lambda wildcards: sample_dir("field", wildcards.split),
+        runs=mdcr_build_runs,
+        corpus=rules.ingest_merge.output,
+        filtered=rules.prefilter.output.papers,
+    output:
+        benchmark=f"{MDCR_DIR}/mdcr_{{split}}.json",
+        data=f"{MDCR_DIR}/mdcr_{{split}}_data.jsonl",
+        jaccard=f"{MDCR_DIR}/mdcr_{{split}}_jaccard.tsv",
+        report=f"{MDCR_DIR}/mdcr_{{split}}_report.json",
+    params:
+        arguments=mdcr_build_arguments,
+        runs=lambda wildcards: f"{RESULTS}/runs/field-{wildcards.split}",
+        output_dir=lambda wildcards, output: Path(output.benchmark).parent,
+    conda:
+        "../envs/core.yaml"
+    log:
+        f"{LOGS}/mdcr_build/{{split}}.log",
+    benchmark:
+        f"{BENCHMARKS}/mdcr_build/{{split}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "python -m citeval.mdcr build --split {wildcards.split:q} --samples {input.samples:q} "
+        "--runs {params.runs:q} --corpus {input.corpus:q} --filtered {input.filtered:q} "
+        "{params.arguments} --threads {threads} --output-dir {params.output_dir:q} 2> {log:q}"
+
+
+rule mdcr_score_bm25:
+    input:
+        unpack(mdcr_benchmark_files),
+        parameters=mdcr_bm25_parameters,
+    output:
+        f"{MDCR_DIR}/scores/{{split}}/bm25.json",
+    params:
+        bm25=lambda wildcards, input: (
+            shell_words("--params-json", input.parameters)
+            if input.parameters
+            else shell_words("--k1", BM25["k1"], "--b", BM25["b"])
+        ),
+        searcher=BM25["searcher"],
+    conda:
+        "../envs/bm25.yaml"
+    log:
+        f"{LOGS}/mdcr_score/{{split}}/bm25.log",
+    benchmark:
+        f"{BENCHMARKS}/mdcr_score/{{split}}/bm25.tsv"
+    threads: config["retrieval"]["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
+        "--model bm25 --kind bm25 {params.bm25} --searcher {params.searcher:q} "
+        "--threads {threads} --output {output:q} 2> {log:q}"
+
+
+rule mdcr_score_dense:
+    input:
+        unpack(mdcr_benchmark_files),
+        shards=mdcr_embedding_shards,
+    output:
+        f"{MDCR_DIR}/scores/{{split}}/{{dense_model}}.json",
+    params:
+        spec=model_spec_json,
+        embeddings=lambda wildcards, input: (
+            shell_words("--embeddings", f"{RESULTS}/embeddings/{wildcards.dense_model}")
+            if input.shards
+            else ""
+        ),
+        device=ENCODE["device"],
+    conda:
+        "../envs/dense.yaml"
+    log:
+        f"{LOGS}/mdcr_score/{{split}}/{{dense_model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/mdcr_score/{{split}}/{{dense_model}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    shell:
+        "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
+        "--model {wildcards.dense_model:q} --kind dense --model-json {params.spec} "
+        "{params.embeddings} --device {params.device:q} --threads {threads} "
+        "--output {output:q} 2> {log:q}"
+
+
+rule mdcr_score_fusion:
+    input:
+        unpack(mdcr_benchmark_files),
+        scores=mdcr_fusion_inputs,
+    output:
+        f"{MDCR_DIR}/scores/{{split}}/{{fusion}}.json",
+    params:
+        k=lambda wildcards: FUSIONS[wildcards.fusion]["k"],
+    conda:
+        "../envs/core.yaml"
+    log:
+        f"{LOGS}/mdcr_score/{{split}}/{{fusion}}.log",
+    benchmark:
+        f"{BENCHMARKS}/mdcr_score/{{split}}/{{fusion}}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
+        "--model {wildcards.fusion:q} --kind rrf --inputs {input.scores:q} --k {params.k:q} "
+        "--output {output:q} 2> {log:q}"
+
+
+rule mdcr_evaluate:
+    input:
+        unpack(mdcr_benchmark_files),
+        scores=f"{MDCR_DIR}/scores/{{split}}/{{model}}.json",
+    output:
+        f"{MDCR_DIR}/eval/{{split}}/{{model}}.tsv",
+    conda:
+        "../envs/core.yaml"
+    log:
+        f"{LOGS}/mdcr_evaluate/{{split}}/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/mdcr_evaluate/{{split}}/{{model}}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "python -m citeval.mdcr evaluate --benchmark {input.benchmark:q} "
+        "--scores {input.scores:q} --output {output:q} > {log:q} 2>&1"
+
+
+rule mdcr_tables:
+    input:
+        expand(f"{MDCR_DIR}/eval/test/{{model}}.tsv", model=MODELS),
+    output:
+        multiext(f"{RESULTS}/tables/table3_mdcr", ".tsv", ".md"),
+        multiext(f"{RESULTS}/tables/table4_mdcr_types", ".tsv", ".md"),
+    params:
+        evaluations=lambda wildcards, input: shell_words(
+            *(f"{model}={path}" for model, path in zip(MODELS, input))
+        ),
+        output_dir=lambda wildcards, output: Path(output[0]).parent,
+    conda:
+        "../envs/core.yaml"
+    log:
+        f"{LOGS}/mdcr_tables.log",
+    benchmark:
+        f"{BENCHMARKS}/mdcr_tables.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m citeval.mdcr tables --evaluations {params.evaluations} "
+        "--output-dir {params.output_dir:q} 2> {log:q}"

@@ -1,0 +1,301 @@
+"""Scores of every query–candidate pair of an MDCR benchmark, in the published format.
+
+``python -m citeval.mdcr score`` reads a benchmark and its data file (built or imported)
+and writes ``{"<query_id>_<candidate_id>": score}`` for every listed pair, higher meaning
+more relevant. Three kinds of model:
+
+* **bm25.** One Lucene index of the data file's papers (every query and candidate of the
+  split, ``title + "\\n" + abstract`` as in the pipeline's pool indexes), built in a
+  temporary folder with its impact matrix, searched with ``BM25Similarity(k1, b)``; a
+  query is ``title + " " + abstract``. This is what a user of the published files would
+  do. A candidate's score is the one Lucene gives it for the query: the impact searcher
+  scores the whole index per query and reads the candidates' entries
+  (:meth:`citeval.impacts.ImpactSearcher.score_documents`), and the Lucene searcher (the
+  reference) fetches every matching document. Both are exact, and reading listed
+  candidates needs no search depth to tune. A candidate that shares no term with the
+  query, or has no text, is not retrieved by Lucene at all and scores 0, below every
+  retrieved one (Lucene's BM25 scores are positive).
+* **dense.** The similarity the encoder was trained with (``models.<name>.similarity``):
+  ``ip`` the inner product, ``cosine`` the inner product of L2-normalised vectors, ``l2``
+  the negative squared Euclidean distance, as the retrieval stage ranks. A multi-vector
+  model (ASPIRE) scores a pair by its best sentence pair. Vectors come from the
+  pipeline's embedding store where it holds the paper (``--embeddings``); the others
+  (MDCR's random, most-cited and graph candidates lie mostly outside the test pools the
+  encode stage embeds, and an imported benchmark's papers are not in the store) are
+  encoded here from the data file's text and rounded through float16 as the store keeps
+  them, so every vector has the same precision. Pairs are computed in float64.
+* **rrf.** Reciprocal rank fusion of other models' scores files over each query's
+  candidate list, by :func:`citeval.fusion.reciprocal_rank_fusion`: every input ranks
+  all of a query's candidates (trec_eval's order: score descending, id descending), so a
+  candidate BM25 scores 0 still takes its place at the end of BM25's list.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citeval.errors import InputDataError
+from citeval.mdcr.formats import Benchmark, Paper, Scores, check_scores_cover, score_key
+
+LOG = logging.getLogger(__name__)
+
+KINDS = ("bm25", "dense", "rrf")
+BM25_BATCH = 64
+
+
+def query_candidates(benchmark: Benchmark) -> dict[str, list[str]]:
+    """``{query_id: candidate ids}``: each query's distinct candidates, sorted."""
+    result: dict[str, list[str]] = {}
+    for queries in benchmark.values():
+        for query_id, candidates in queries.items():
+            result[query_id] = sorted({c for ids in candidates.values() for c in ids})
+    return result
+
+
+def _needed_papers(benchmark: Benchmark) -> list[str]:
+    pairs = query_candidates(benchmark)
+    return sorted(set(pairs) | {c for ids in pairs.values() for c in ids})
+
+
+# --- BM25 --------------------------------------------------------------------------------
+
+
+def build_bm25_index(
+    papers: Iterable[Paper], index_dir: str | os.PathLike, threads: int = 1
+) -> int:
+    """A Lucene index (with its impact matrix) of ``papers``; return the documents indexed.
+
+    Documents are ``title + "\\n" + abstract``, in ``paper_id`` order; papers with
+    neither are left out, as the pool indexes leave them out.
+    """
+    from citeval import impacts, lucene
+    from citeval.bm25 import DOC_SEPARATOR, iter_json_collection, paper_text
+
+    lucene.start_jvm()
+    index_path = Path(index_dir)
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(
+        prefix=f".{index_path.name}.collection.", dir=index_path.parent
+    ) as tmp:
+        written = 0
+        with open(Path(tmp) / "part-00000.jsonl", "w", encoding="utf-8") as handle:
+            for paper in sorted(papers, key=lambda p: p.paper_id):
+                contents = paper_text(paper.title, paper.abstract, DOC_SEPARATOR)
+                if contents:
+                    record = {"id": paper.paper_id, "contents": contents}
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    written += 1
+        if written == 0:
+            raise InputDataError("no paper of the data file has a title or an abstract")
+
+        def add_impacts(index: Path) -> dict:
+            documents = iter_json_collection(tmp)
+            return {"impacts": impacts.build_impacts(index, documents, written, threads)}
+
+        metadata = {"document": "title + '\\n' + abstract", "source": "MDCR data file"}
+        n_docs = lucene.build_index(tmp, index_path, metadata, extend=add_impacts)
+    if n_docs != written:
+        raise lucene.LuceneError(f"Lucene indexed {n_docs} documents of {written} written")
+    return n_docs
+
+
+def bm25_scores(
+    benchmark: Benchmark,
+    papers: Mapping[str, Paper],
+    index_dir: str | os.PathLike,
+    k1: float,
+    b: float,
+    searcher_kind: str = "impacts",
+) -> Scores:
+    """BM25 score of every pair on the index at ``index_dir`` (see the module docstring)."""
+    from citeval import impacts
+    from citeval.bm25 import QUERY_SEPARATOR, paper_text
+
+    pairs = query_candidates(benchmark)
+    scores: Scores = {}
+    query_ids = sorted(pairs)
+    with impacts.open_searcher(index_dir, k1, b, searcher_kind) as searcher:
+        for start in range(0, len(query_ids), BM25_BATCH):
+            batch = query_ids[start : start + BM25_BATCH]
+            texts = [
+                paper_text(papers[q].title, papers[q].abstract, QUERY_SEPARATOR) for q in batch
+            ]
+            with_text = [(q, t) for q, t in zip(batch, texts, strict=True) if t]
+            for query_id in set(batch) - {q for q, _ in with_text}:
+                LOG.warning("query %s has no text: its candidates score 0", query_id)
+                scores.update({score_key(query_id, c): 0.0 for c in pairs[query_id]})
+            if not with_text:
+                continue
+            if isinstance(searcher, impacts.ImpactSearcher):
+                values = searcher.score_documents(
+                    [t for _, t in with_text], [pairs[q] for q, _ in with_text]
+                )
+            else:
+                # Lucene's own searcher: every matching document, then the listed ones.
+                hits = searcher.batch_search(
+                    [t for _, t in with_text], [q for q, _ in with_text], searcher.num_docs
+                )
+                values = [[dict(hits[q]).get(c, 0.0) for c in pairs[q]] for q, _ in with_text]
+            for (query_id, _), row in zip(with_text, values, strict=True):
+                for candidate_id, value in zip(pairs[query_id], row, strict=True):
+                    scores[score_key(query_id, candidate_id)] = value
+    return scores
+
+
+def score_bm25(
+    benchmark: Benchmark,
+    papers: Mapping[str, Paper],
+    k1: float,
+    b: float,
+    searcher_kind: str = "impacts",
+    threads: int = 1,
+    tmp_dir: str | os.PathLike | None = None,
+) -> Scores:
+    """Index the data file's papers in a temporary folder, score, delete the index."""
+    needed = _needed_papers(benchmark)
+    with tempfile.TemporaryDirectory(prefix=".mdcr-bm25.", dir=tmp_dir) as tmp:
+        index_dir = Path(tmp) / "index"
+        n_docs = build_bm25_index((papers[p] for p in needed), index_dir, threads)
+        LOG.info("BM25(k1=%s, b=%s) over %d documents of the data file", k1, b, n_docs)
+        return bm25_scores(benchmark, papers, index_dir, k1, b, searcher_kind)
+
+
+# --- dense -------------------------------------------------------------------------------
+
+
+def _split_rows(
+    vectors: np.ndarray, row_paper: np.ndarray, paper_ids: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """``{paper_id: its rows}`` from rows grouped by paper (row_paper non-decreasing)."""
+    bounds = np.searchsorted(row_paper, np.arange(len(paper_ids) + 1))
+    return {
+        paper_id: vectors[bounds[i] : bounds[i + 1]]
+        for i, paper_id in enumerate(paper_ids)
+        if bounds[i + 1] > bounds[i]
+    }
+
+
+def stored_vectors(
+    store_dir: str | os.PathLike, paper_ids: Sequence[str], normalize: bool
+) -> dict[str, np.ndarray]:
+    """The store's float32 rows of each of ``paper_ids`` it holds (the others are left out)."""
+    import polars as pl
+
+    from citeval.embeddings import EmbeddingStore
+
+    store = EmbeddingStore(store_dir)
+    wanted = pl.DataFrame({"paper_id": pl.Series(list(paper_ids), dtype=pl.String)})
+    held: set[str] = set()
+    for shard in store.shards:
+        ids = pl.read_parquet(shard.ids_path, columns=["paper_id"])
+        ids = ids.with_columns(pl.col("paper_id").cast(pl.String))
+        held.update(wanted.join(ids, on="paper_id", how="semi")["paper_id"].to_list())
+    if not held:
+        return {}
+    selection = store.locate(sorted(held), what="MDCR papers")
+    vectors = store.gather(selection, normalize=normalize, progress=False)
+    return _split_rows(vectors, selection.row_paper(), list(selection.paper_ids))
+
+
+def encoded_vectors(
+    papers: Sequence[Paper], spec, device: str = "auto", normalize: bool = False
+) -> dict[str, np.ndarray]:
+    """Vectors of ``papers`` encoded now, with the store's precision (float16)."""
+    import faiss
+    from tqdm import tqdm
+
+    from citeval.encode import _to_float16
+    from citeval.models import load_encoder
+
+    if not papers:
+        return {}
+    encoder = load_encoder(spec, device=device)
+    with tqdm(total=len(papers), unit="paper", desc=spec.name, mininterval=5.0) as bar:
+        encoded = encoder.encode([p.title for p in papers], [p.abstract for p in papers], bar)
+    # The store keeps float16 (citeval.encode, with its overflow check); the same rounding
+    # here keeps stored and fresh vectors alike, so a paper scores the same either way.
+    vectors = np.ascontiguousarray(_to_float16(encoded.vectors, spec).astype(np.float32))
+    if normalize:
+        faiss.normalize_L2(vectors)
+    return _split_rows(vectors, encoded.paper_index, [p.paper_id for p in papers])
+
+
+def pair_score(query: np.ndarray, candidate: np.ndarray, similarity: str) -> float:
+    """Best score over the (query row, candidate row) pairs, in float64.
+
+    ``l2`` is the negative squared distance; ``cosine`` expects normalised rows.
+    """
+    q = query.astype(np.float64)
+    c = candidate.astype(np.float64)
+    if similarity == "l2":
+        return float(-((q[:, None, :] - c[None, :, :]) ** 2).sum(axis=2).max())
+    return float((q @ c.T).max())
+
+
+def dense_scores(
+    benchmark: Benchmark, vectors: Mapping[str, np.ndarray], similarity: str
+) -> Scores:
+    """Score every pair from ``{paper_id: rows}``; a paper without rows is an error."""
+    pairs = query_candidates(benchmark)
+    missing = sorted(p for p in _needed_papers(benchmark) if p not in vectors)
+    if missing:
+        raise InputDataError(
+            f"{len(missing)} papers have no vector (no sentence to encode?), first: {missing[:5]}"
+        )
+    return {
+        score_key(query_id, candidate_id): pair_score(
+            vectors[query_id], vectors[candidate_id], similarity
+        )
+        for query_id, candidates in pairs.items()
+        for candidate_id in candidates
+    }
+
+
+def score_dense(
+    benchmark: Benchmark,
+    papers: Mapping[str, Paper],
+    spec,
+    store_dir: str | os.PathLike | None = None,
+    device: str = "auto",
+) -> Scores:
+    """Vectors from the store where it has them, the rest encoded; then every pair."""
+    from citeval.faiss_index import needs_normalization
+
+    normalize = needs_normalization(spec.similarity)
+    needed = _needed_papers(benchmark)
+    vectors = {} if store_dir is None else stored_vectors(store_dir, needed, normalize)
+    missing = [papers[p] for p in needed if p not in vectors]
+    LOG.info(
+        "%s: %d of %d papers from the embedding store, %d to encode",
+        spec.name,
+        len(vectors),
+        len(needed),
+        len(missing),
+    )
+    vectors.update(encoded_vectors(missing, spec, device, normalize))
+    return dense_scores(benchmark, vectors, spec.similarity)
+
+
+# --- fusion ------------------------------------------------------------------------------
+
+
+def rrf_scores(benchmark: Benchmark, inputs: Sequence[Mapping[str, float]], k: float) -> Scores:
+    """RRF of ``inputs`` (scores files) over each query's candidates."""
+    from citeval.fusion import reciprocal_rank_fusion
+
+    for scores in inputs:
+        check_scores_cover(benchmark, scores)
+    pairs = query_candidates(benchmark)
+    runs = [
+        {q: {c: scores[score_key(q, c)] for c in candidates} for q, candidates in pairs.items()}
+        for scores in inputs
+    ]
+    fused = reciprocal_rank_fusion(runs, k=k)
+    return {score_key(q, c): fused[q][c] for q, candidates in pairs.items() for c in candidates}
