@@ -485,9 +485,11 @@ class ImpactSearcher:
         terms = np.array([term for term, _ in pairs], dtype=np.int64)
         return terms, np.array([count for _, count in pairs], dtype=np.int64)
 
-    def _search_tokens(self, tokens: Sequence[str], k: int) -> lucene.Hits:
+    def _totals(self, tokens: Sequence[str]) -> np.ndarray:
+        """Every document's score for one analyzed query, in float64 (not yet rounded)."""
         terms, boosts = self._query_terms(tokens)
-        # Clause scores summed in float64 and rounded to float32, as Lucene's scorers do.
+        # Clause scores summed in float64 and rounded to float32 by the callers, as Lucene's
+        # scorers do.
         totals = np.zeros(self.num_docs)
         _accumulate(
             self._indptr,
@@ -499,7 +501,10 @@ class ImpactSearcher:
             boosts,
             totals,
         )
-        docs, scores = _top_k(totals, k)
+        return totals
+
+    def _search_tokens(self, tokens: Sequence[str], k: int) -> lucene.Hits:
+        docs, scores = _top_k(self._totals(tokens), k)
         docids = self._docids
         return [
             (docids[doc], score) for doc, score in zip(docs.tolist(), scores.tolist(), strict=True)
@@ -525,18 +530,7 @@ class ImpactSearcher:
         numbers = self._doc_numbers
         scores = []
         for tokens, wanted in zip(self._analyzer.analyze(queries), doc_ids, strict=True):
-            terms, boosts = self._query_terms(tokens)
-            totals = np.zeros(self.num_docs)
-            _accumulate(
-                self._indptr,
-                self._docs,
-                self._impacts,
-                self._divisors,
-                self._idf,
-                terms,
-                boosts,
-                totals,
-            )
+            totals = self._totals(tokens)
             # Rounded to float32 as _top_k rounds a hit's score.
             found = [numbers.get(doc_id, -1) for doc_id in wanted]
             scores.append([float(F32(totals[number])) if number >= 0 else 0.0 for number in found])

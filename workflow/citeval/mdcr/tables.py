@@ -54,21 +54,28 @@ def _index(rows: Sequence[Row]) -> dict[tuple[str, str], Row]:
     return {(row.candidates, row.field): row for row in rows}
 
 
-def table3(per_model: dict[str, list[Row]]) -> tuple[list[str], list[list[object]]]:
-    """Header and rows of Table 3; the fields are those of the first model's rows."""
-    first = next(iter(per_model.values()))
-    fields = [r.field for r in first if r.candidates == ALL_CANDIDATES and r.field != MEAN_FIELD]
-    columns = [*fields, MEAN_FIELD]
+def _table(
+    per_model: dict[str, list[Row]], columns: dict[str, tuple[str, str]], what: str
+) -> tuple[list[str], list[list[object]]]:
+    """Header and rows with, per column name, the measures of one (candidates, field) row."""
     header = ["model"] + [f"{name} {LABELS[m]}" for name in columns for m in MEASURES]
     rows = []
     for model, model_rows in per_model.items():
         index = _index(model_rows)
-        missing = [name for name in columns if (ALL_CANDIDATES, name) not in index]
+        missing = [name for name, key in columns.items() if key not in index]
         if missing:
-            raise InputDataError(f"model {model}: no rows for fields {missing}")
-        values = [index[(ALL_CANDIDATES, name)].values[m] for name in columns for m in MEASURES]
+            raise InputDataError(f"model {model}: no rows for {what} {missing}")
+        values = [index[key].values[m] for key in columns.values() for m in MEASURES]
         rows.append([model, *values])
     return header, rows
+
+
+def table3(per_model: dict[str, list[Row]]) -> tuple[list[str], list[list[object]]]:
+    """Header and rows of Table 3; the fields are those of the first model's rows."""
+    first = next(iter(per_model.values()))
+    fields = [r.field for r in first if r.candidates == ALL_CANDIDATES and r.field != MEAN_FIELD]
+    columns = {name: (ALL_CANDIDATES, name) for name in [*fields, MEAN_FIELD]}
+    return _table(per_model, columns, "fields")
 
 
 def table4(per_model: dict[str, list[Row]]) -> tuple[list[str], list[list[object]]]:
@@ -77,16 +84,7 @@ def table4(per_model: dict[str, list[Row]]) -> tuple[list[str], list[list[object
     kinds = sorted(
         {r.candidates for r in first if r.candidates != ALL_CANDIDATES and r.field == MEAN_FIELD}
     )
-    header = ["model"] + [f"{kind} {LABELS[m]}" for kind in kinds for m in MEASURES]
-    rows = []
-    for model, model_rows in per_model.items():
-        index = _index(model_rows)
-        missing = [kind for kind in kinds if (kind, MEAN_FIELD) not in index]
-        if missing:
-            raise InputDataError(f"model {model}: no rows for candidate types {missing}")
-        values = [index[(kind, MEAN_FIELD)].values[m] for kind in kinds for m in MEASURES]
-        rows.append([model, *values])
-    return header, rows
+    return _table(per_model, {kind: (kind, MEAN_FIELD) for kind in kinds}, "candidate types")
 
 
 def write_tables(evaluations: Sequence[tuple[str, Path]], output_dir: str | os.PathLike) -> None:
