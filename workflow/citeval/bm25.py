@@ -72,7 +72,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +192,7 @@ def iter_pool_papers(
 
 
 def write_json_collection(
-    batches: Iterator[pa.RecordBatch], out_dir: Path, n_docs: int
+    batches: Iterable[pa.RecordBatch], out_dir: Path, n_docs: int
 ) -> tuple[int, int]:
     """Write an Anserini JsonCollection of one file, in input order; return
     ``(written, empty)``. ``n_docs`` sizes the progress bar."""
@@ -246,35 +246,56 @@ def build_pool_index(
     lucene.start_jvm()
     con = _connect(threads, memory_limit)
     n_pool = count_pool(con, pools_path, group, rep)
+    batches = iter_pool_papers(con, papers_dir, pools_path, group, rep)
+    metadata = {"group": group, "rep": int(rep), "pool_size": n_pool}
+    build_text_index(
+        batches, n_pool, index_dir, threads, metadata, f"pool {group}.rep{rep}", str(pools_path)
+    )
+    return lucene.read_index_metadata(index_dir)
+
+
+def build_text_index(
+    batches: Iterable[pa.RecordBatch],
+    n_papers: int,
+    index_dir: str | os.PathLike,
+    threads: int,
+    metadata: Mapping[str, Any],
+    what: str,
+    path: str | None = None,
+) -> int:
+    """Index ``(paper_id, title, abstract)`` batches, in the order given, into ``index_dir``
+    with Lucene and the impact matrix; return the number of documents indexed.
+
+    Papers with neither title nor abstract are left out and counted (``n_without_text`` in
+    the index metadata, beside ``metadata``). ``what`` names the papers in messages and
+    ``path`` is their file, for the error when none has text.
+    """
     index_path = Path(index_dir)
     index_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(
         prefix=f".{index_path.name}.collection.", dir=index_path.parent
     ) as tmp:
-        batches = iter_pool_papers(con, papers_dir, pools_path, group, rep)
-        written, empty = write_json_collection(batches, Path(tmp), n_pool)
+        written, empty = write_json_collection(batches, Path(tmp), n_papers)
         if empty:
             LOG.warning(
-                "%d of %d pool papers have no title or abstract; not indexed", empty, n_pool
+                "%d of %d papers of %s have no title or abstract; not indexed",
+                empty,
+                n_papers,
+                what,
             )
         if written == 0:
-            raise InputDataError(
-                f"pool {group}.rep{rep} has no paper with text", path=str(pools_path)
-            )
+            raise InputDataError(f"{what} has no paper with text", path=path)
         metadata = {
-            "group": group,
-            "rep": int(rep),
-            "pool_size": n_pool,
+            **metadata,
             "n_without_text": empty,
             "document": "title + '\\n' + abstract",
             "analyzer": "Anserini DefaultEnglishAnalyzer (Porter stemming, English stop words)",
             "anserini_jar": lucene.anserini_jar().name,
         }
         LOG.info(
-            "indexing %d documents of %s.rep%d (Lucene: %d thread; impact matrix: %d)",
+            "indexing %d documents of %s (Lucene: %d thread; impact matrix: %d)",
             written,
-            group,
-            rep,
+            what,
             lucene.WRITER_THREADS,
             threads,
         )
@@ -286,10 +307,10 @@ def build_pool_index(
         n_docs = lucene.build_index(tmp, index_path, metadata, extend=add_impacts)
     if n_docs != written:
         raise lucene.LuceneError(
-            f"Lucene indexed {n_docs} documents of {written} written for {group}.rep{rep}"
+            f"Lucene indexed {n_docs} documents of {written} written for {what}"
         )
     LOG.info("index %s: %d documents", index_path, n_docs)
-    return lucene.read_index_metadata(index_path)
+    return n_docs
 
 
 def load_queries(
@@ -386,7 +407,9 @@ def read_params(path: str | os.PathLike) -> tuple[float, float]:
         ) from error
 
 
-def _bm25_params(args: argparse.Namespace) -> tuple[float, float]:
+def params_from_args(args: argparse.Namespace) -> tuple[float, float]:
+    """``(k1, b)`` from ``--params-json`` (a tuning JSON), or ``--k1``/``--b`` and the
+    defaults; giving both ways is an error."""
     if args.params_json is not None:
         if args.k1 is not None or args.b is not None:
             raise ConfigError("give either --params-json or --k1/--b, not both")
@@ -425,7 +448,7 @@ def _index_command(args: argparse.Namespace) -> None:
 
 
 def _search_command(args: argparse.Namespace) -> None:
-    k1, b = _bm25_params(args)
+    k1, b = params_from_args(args)
     _start(args)
     _check_index_group(args.index_dir, args.group, args.rep)
     con = _connect(args.threads, args.duckdb_memory)

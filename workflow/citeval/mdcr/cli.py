@@ -101,15 +101,9 @@ def score_command(args: argparse.Namespace) -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     if args.kind == "bm25":
         from citeval import lucene
-        from citeval.bm25 import DEFAULT_B, DEFAULT_K1, read_params
+        from citeval.bm25 import params_from_args
 
-        if args.params_json is not None:
-            if args.k1 is not None or args.b is not None:
-                raise ConfigError("give either --params-json or --k1/--b, not both")
-            k1, b = read_params(args.params_json)
-        else:
-            k1 = DEFAULT_K1 if args.k1 is None else args.k1
-            b = DEFAULT_B if args.b is None else args.b
+        k1, b = params_from_args(args)
         lucene.start_jvm(heap=args.java_heap, processors=args.threads)
         lucene.set_java_log_level("WARN")
         scores = score.score_bm25(

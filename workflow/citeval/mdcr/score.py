@@ -32,7 +32,6 @@ more relevant. Three kinds of model:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import tempfile
@@ -72,38 +71,26 @@ def build_bm25_index(
 ) -> int:
     """A Lucene index (with its impact matrix) of ``papers``; return the documents indexed.
 
-    Documents are ``title + "\\n" + abstract``, in ``paper_id`` order; papers with
-    neither are left out, as the pool indexes leave them out.
+    Documents are ``title + "\\n" + abstract``, in ``paper_id`` order, built as the pool
+    indexes are (:func:`citeval.bm25.build_text_index`): papers with neither are left out.
     """
-    from citeval import impacts, lucene
-    from citeval.bm25 import DOC_SEPARATOR, iter_json_collection, paper_text
+    import pyarrow as pa
+
+    from citeval import lucene
+    from citeval.bm25 import build_text_index
 
     lucene.start_jvm()
-    index_path = Path(index_dir)
-    index_path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(
-        prefix=f".{index_path.name}.collection.", dir=index_path.parent
-    ) as tmp:
-        written = 0
-        with open(Path(tmp) / "part-00000.jsonl", "w", encoding="utf-8") as handle:
-            for paper in sorted(papers, key=lambda p: p.paper_id):
-                contents = paper_text(paper.title, paper.abstract, DOC_SEPARATOR)
-                if contents:
-                    record = {"id": paper.paper_id, "contents": contents}
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                    written += 1
-        if written == 0:
-            raise InputDataError("no paper of the data file has a title or an abstract")
-
-        def add_impacts(index: Path) -> dict:
-            documents = iter_json_collection(tmp)
-            return {"impacts": impacts.build_impacts(index, documents, written, threads)}
-
-        metadata = {"document": "title + '\\n' + abstract", "source": "MDCR data file"}
-        n_docs = lucene.build_index(tmp, index_path, metadata, extend=add_impacts)
-    if n_docs != written:
-        raise lucene.LuceneError(f"Lucene indexed {n_docs} documents of {written} written")
-    return n_docs
+    ordered = sorted(papers, key=lambda p: p.paper_id)
+    batch = pa.record_batch(
+        [
+            pa.array([p.paper_id for p in ordered], pa.string()),
+            pa.array([p.title for p in ordered], pa.string()),
+            pa.array([p.abstract for p in ordered], pa.string()),
+        ],
+        names=["paper_id", "title", "abstract"],
+    )
+    metadata = {"source": "MDCR data file"}
+    return build_text_index([batch], len(ordered), index_dir, threads, metadata, "the data file")
 
 
 def bm25_scores(
