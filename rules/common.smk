@@ -46,6 +46,7 @@ def _alternatives(names):
 wildcard_constraints:
     setup="dataset|field",
     split="test|valid",
+    mdcr_split="test|val",
     rep=r"\d+",
     group=r"[a-z0-9-]+",
     shard=r"[A-Za-z0-9_.-]+",
@@ -230,12 +231,14 @@ MDCR = config["mdcr"]
 MDCR_DIR = f"{RESULTS}/mdcr"
 MDCR_IMPORT = MDCR["source"] == "import"
 MDCR_ENABLED = MDCR["enabled"] and (MDCR_IMPORT or "field" in SETUPS)
-# Built: the test split only (field-level runs exist for test collections only). Imported:
-# every split the config names files for.
+# MDCR files name the validation split as the published ones do (mdcr_val.json).
+MDCR_SAMPLE_SPLIT = {"test": "test", "val": "valid"}
+# Built: the test split, and the validation split when field-level validation queries are
+# drawn. Imported: every split the config names files for.
 MDCR_SPLITS = (
-    [split for split in ("test", "valid") if MDCR["import"].get(split)]
+    [name for name, split in MDCR_SAMPLE_SPLIT.items() if MDCR["import"].get(split)]
     if MDCR_IMPORT
-    else ["test"]
+    else ["test"] + (["val"] if SAMPLING["validation"]["queries_per_field"] > 0 else [])
 )
 # Models whose rep-0 field runs the construction compares (empty: every model).
 MDCR_BUILD_MODELS = list(MDCR["models"]) or MODELS
@@ -244,21 +247,23 @@ MDCR_BUILD_MODELS = list(MDCR["models"]) or MODELS
 def mdcr_benchmark_files(wildcards):
     """The split's benchmark and data file: built by mdcr_build, or the imported ones."""
     if MDCR_IMPORT:
-        files = MDCR["import"].get(wildcards.split)
+        split = MDCR_SAMPLE_SPLIT[wildcards.mdcr_split]
+        files = MDCR["import"].get(split)
         if not files:
-            raise ValueError(f"mdcr.import.{wildcards.split} names no benchmark and data file")
+            raise ValueError(f"mdcr.import.{split} names no benchmark and data file")
         return {"benchmark": files["benchmark"], "data": files["data"]}
     return {
-        "benchmark": f"{MDCR_DIR}/mdcr_{wildcards.split}.json",
-        "data": f"{MDCR_DIR}/mdcr_{wildcards.split}_data.jsonl",
+        "benchmark": f"{MDCR_DIR}/mdcr_{wildcards.mdcr_split}.json",
+        "data": f"{MDCR_DIR}/mdcr_{wildcards.mdcr_split}_data.jsonl",
     }
 
 
 def mdcr_build_runs(wildcards):
     """Rep-0 runs of the compared models on every field pool of the split."""
+    split = MDCR_SAMPLE_SPLIT[wildcards.mdcr_split]
     return [
-        f"{RESULTS}/runs/field-{wildcards.split}/{collection.name}/{model}.trec"
-        for collection in collections("field", wildcards.split)
+        f"{RESULTS}/runs/field-{split}/{collection.name}/{model}.trec"
+        for collection in collections("field", split)
         if collection.rep == 0
         for model in MDCR_BUILD_MODELS
     ]
@@ -298,13 +303,14 @@ def mdcr_embedding_shards(wildcards):
 
 def mdcr_fusion_inputs(wildcards):
     return [
-        f"{MDCR_DIR}/scores/{wildcards.split}/{name}.json"
+        f"{MDCR_DIR}/scores/{wildcards.mdcr_split}/{name}.json"
         for name in FUSIONS[wildcards.fusion]["runs"]
     ]
 
 
 def mdcr_outputs(wildcards=None):
-    """Tables 3 and 4 (from the test split), and the construction's Jaccard table and report."""
+    """Tables 3 and 4 (from the test split), every split's evaluations, and the
+    construction's Jaccard tables and reports."""
     if not MDCR_ENABLED or "test" not in MDCR_SPLITS:
         return []
     outputs = [
@@ -313,6 +319,10 @@ def mdcr_outputs(wildcards=None):
         for ext in ("tsv", "md")
     ]
     if not MDCR_IMPORT:
-        outputs += [f"{MDCR_DIR}/mdcr_test_jaccard.tsv", f"{MDCR_DIR}/mdcr_test_report.json"]
+        outputs += [
+            f"{MDCR_DIR}/mdcr_{split}_{name}"
+            for split in MDCR_SPLITS
+            for name in ("jaccard.tsv", "report.json")
+        ]
     outputs += [f"{MDCR_DIR}/eval/{split}/{model}.tsv" for split in MDCR_SPLITS for model in MODELS]
     return outputs

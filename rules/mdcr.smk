@@ -1,35 +1,36 @@
-# MDCR (docs/mdcr.md): the benchmark built from the field-level test split (or imported
-# from published files), every model's score of every query-candidate pair, the published
-# evaluator per field and per candidate type, and Tables 3 and 4.
+# MDCR (docs/mdcr.md): the benchmark built from the field-level test and validation
+# splits (or imported from published files), every model's score of every query-candidate
+# pair, the published evaluator per field and per candidate type, and Tables 3 and 4.
 
 
 rule mdcr_build:
     input:
-        samples=lambda wildcards: sample_dir("field", wildcards.split),
+        samples=lambda wildcards: sample_dir("field", MDCR_SAMPLE_SPLIT[wildcards.mdcr_split]),
         runs=mdcr_build_runs,
         corpus=rules.ingest_merge.output,
         filtered=rules.prefilter.output.papers,
     output:
-        benchmark=f"{MDCR_DIR}/mdcr_{{split}}.json",
-        data=f"{MDCR_DIR}/mdcr_{{split}}_data.jsonl",
-        jaccard=f"{MDCR_DIR}/mdcr_{{split}}_jaccard.tsv",
-        report=f"{MDCR_DIR}/mdcr_{{split}}_report.json",
+        benchmark=f"{MDCR_DIR}/mdcr_{{mdcr_split}}.json",
+        data=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_data.jsonl",
+        jaccard=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_jaccard.tsv",
+        report=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_report.json",
     params:
         arguments=mdcr_build_arguments,
-        runs=lambda wildcards: f"{RESULTS}/runs/field-{wildcards.split}",
+        split=lambda wildcards: MDCR_SAMPLE_SPLIT[wildcards.mdcr_split],
+        runs=lambda wildcards: f"{RESULTS}/runs/field-{MDCR_SAMPLE_SPLIT[wildcards.mdcr_split]}",
         output_dir=lambda wildcards, output: Path(output.benchmark).parent,
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/mdcr_build/{{split}}.log",
+        f"{LOGS}/mdcr_build/{{mdcr_split}}.log",
     benchmark:
-        f"{BENCHMARKS}/mdcr_build/{{split}}.tsv"
+        f"{BENCHMARKS}/mdcr_build/{{mdcr_split}}.tsv"
     threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
     shell:
-        "python -m citeval.mdcr build --split {wildcards.split:q} --samples {input.samples:q} "
+        "python -m citeval.mdcr build --split {params.split:q} --samples {input.samples:q} "
         "--runs {params.runs:q} --corpus {input.corpus:q} --filtered {input.filtered:q} "
         "{params.arguments} --threads {threads} --output-dir {params.output_dir:q} 2> {log:q}"
 
@@ -39,7 +40,7 @@ rule mdcr_score_bm25:
         unpack(mdcr_benchmark_files),
         parameters=mdcr_bm25_parameters,
     output:
-        f"{MDCR_DIR}/scores/{{split}}/bm25.json",
+        f"{MDCR_DIR}/scores/{{mdcr_split}}/bm25.json",
     params:
         bm25=lambda wildcards, input: (
             shell_words("--params-json", input.parameters)
@@ -50,9 +51,9 @@ rule mdcr_score_bm25:
     conda:
         "../envs/bm25.yaml"
     log:
-        f"{LOGS}/mdcr_score/{{split}}/bm25.log",
+        f"{LOGS}/mdcr_score/{{mdcr_split}}/bm25.log",
     benchmark:
-        f"{BENCHMARKS}/mdcr_score/{{split}}/bm25.tsv"
+        f"{BENCHMARKS}/mdcr_score/{{mdcr_split}}/bm25.tsv"
     threads: config["retrieval"]["threads"]
     resources:
         mem_mb=4000,
@@ -68,7 +69,7 @@ rule mdcr_score_dense:
         unpack(mdcr_benchmark_files),
         shards=mdcr_embedding_shards,
     output:
-        f"{MDCR_DIR}/scores/{{split}}/{{dense_model}}.json",
+        f"{MDCR_DIR}/scores/{{mdcr_split}}/{{dense_model}}.json",
     params:
         spec=model_spec_json,
         embeddings=lambda wildcards, input: (
@@ -80,9 +81,9 @@ rule mdcr_score_dense:
     conda:
         "../envs/dense.yaml"
     log:
-        f"{LOGS}/mdcr_score/{{split}}/{{dense_model}}.log",
+        f"{LOGS}/mdcr_score/{{mdcr_split}}/{{dense_model}}.log",
     benchmark:
-        f"{BENCHMARKS}/mdcr_score/{{split}}/{{dense_model}}.tsv"
+        f"{BENCHMARKS}/mdcr_score/{{mdcr_split}}/{{dense_model}}.tsv"
     threads: 2
     resources:
         mem_mb=8000,
@@ -99,15 +100,15 @@ rule mdcr_score_fusion:
         unpack(mdcr_benchmark_files),
         scores=mdcr_fusion_inputs,
     output:
-        f"{MDCR_DIR}/scores/{{split}}/{{fusion}}.json",
+        f"{MDCR_DIR}/scores/{{mdcr_split}}/{{fusion}}.json",
     params:
         k=lambda wildcards: FUSIONS[wildcards.fusion]["k"],
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/mdcr_score/{{split}}/{{fusion}}.log",
+        f"{LOGS}/mdcr_score/{{mdcr_split}}/{{fusion}}.log",
     benchmark:
-        f"{BENCHMARKS}/mdcr_score/{{split}}/{{fusion}}.tsv"
+        f"{BENCHMARKS}/mdcr_score/{{mdcr_split}}/{{fusion}}.tsv"
     resources:
         mem_mb=2000,
         runtime=30,
@@ -120,15 +121,15 @@ rule mdcr_score_fusion:
 rule mdcr_evaluate:
     input:
         unpack(mdcr_benchmark_files),
-        scores=f"{MDCR_DIR}/scores/{{split}}/{{model}}.json",
+        scores=f"{MDCR_DIR}/scores/{{mdcr_split}}/{{model}}.json",
     output:
-        f"{MDCR_DIR}/eval/{{split}}/{{model}}.tsv",
+        f"{MDCR_DIR}/eval/{{mdcr_split}}/{{model}}.tsv",
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/mdcr_evaluate/{{split}}/{{model}}.log",
+        f"{LOGS}/mdcr_evaluate/{{mdcr_split}}/{{model}}.log",
     benchmark:
-        f"{BENCHMARKS}/mdcr_evaluate/{{split}}/{{model}}.tsv"
+        f"{BENCHMARKS}/mdcr_evaluate/{{mdcr_split}}/{{model}}.tsv"
     resources:
         mem_mb=2000,
         runtime=30,

@@ -18,8 +18,9 @@ writes the number of queries, pairs and candidates per type of each field.
         --fields "Computer Science" Biology --models bm25 minilm rrf \
         --output-dir results/demo/mdcr
 
-writes ``mdcr_<split>.json``, ``mdcr_<split>_data.jsonl``, ``mdcr_<split>_jaccard.tsv``
-and ``mdcr_<split>_report.json`` (see docs/mdcr.md).
+writes ``mdcr_<name>.json``, ``mdcr_<name>_data.jsonl``, ``mdcr_<name>_jaccard.tsv``
+and ``mdcr_<name>_report.json``, where ``<name>`` is ``test`` or, for ``valid``, ``val`` as
+in the published files (see docs/mdcr.md).
 
     python -m citeval.mdcr score --benchmark mdcr_test.json --data mdcr_test_data.jsonl \
         --model bm25 --kind bm25 [--params-json tuning.json | --k1 0.9 --b 0.4] \
@@ -183,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=check_command)
 
     build = commands.add_parser("build", help="construct a split's benchmark")
-    build.add_argument("--split", required=True, help="sample split (test or valid)")
+    build.add_argument(
+        "--split", required=True, choices=["test", "valid"], help="sample split (test or valid)"
+    )
     build.add_argument("--seed", required=True, type=int)
     build.add_argument("--samples", required=True, type=Path, help="samples/field-<split>")
     build.add_argument("--runs", required=True, type=Path, help="runs/field-<split>")

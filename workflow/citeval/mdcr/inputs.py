@@ -188,12 +188,17 @@ def read_inputs(
     )
 
 
+# The published files name the validation split ``val`` (mdcr_val.json); samples say ``valid``.
+PUBLISHED_SPLIT_NAMES = {"test": "test", "valid": "val"}
+
+
 def output_paths(output_dir: str | os.PathLike, split: str) -> dict[str, Path]:
-    """The files ``build`` writes for a split."""
+    """The files ``build`` writes for a sample split, named as the published files are."""
     root = Path(output_dir)
+    name = PUBLISHED_SPLIT_NAMES[split]
     return {
-        "benchmark": root / f"mdcr_{split}.json",
-        "data": root / f"mdcr_{split}_data.jsonl",
-        "jaccard": root / f"mdcr_{split}_jaccard.tsv",
-        "report": root / f"mdcr_{split}_report.json",
+        "benchmark": root / f"mdcr_{name}.json",
+        "data": root / f"mdcr_{name}_data.jsonl",
+        "jaccard": root / f"mdcr_{name}_jaccard.tsv",
+        "report": root / f"mdcr_{name}_report.json",
     }
