@@ -213,6 +213,16 @@ def bm25_parameters(wildcards):
 
 # --- encode -----------------------------------------------------------------
 
+
+def embedding_sample_dirs():
+    """Sample folders whose pools and queries the encoders embed: every test split, and
+    the field-level validation split when MDCR builds its validation benchmark from it."""
+    dirs = [sample_dir(setup, "test") for setup in SETUPS]
+    if "val" in MDCR_SPLITS and not MDCR_IMPORT:
+        dirs.append(sample_dir("field", "valid"))
+    return dirs
+
+
 def model_spec_json(wildcards):
     return shlex.quote(json.dumps(config["models"][wildcards.dense_model], sort_keys=True))
 

@@ -33,7 +33,7 @@ checkpoint sample:
 
 rule embed_ids:
     input:
-        [sample_dir(setup, "test") for setup in SETUPS],
+        embedding_sample_dirs(),
     output:
         f"{RESULTS}/samples/embed_ids.parquet",
     conda:

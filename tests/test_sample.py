@@ -302,3 +302,47 @@ def test_field_slugs_in_field_order_and_refuses_a_shared_slug():
         field_slugs(["Computer Science", "computer science"], "fields")
     with pytest.raises(ConfigError, match="share a file name"):
         field_slugs(["Art", "Art"], "fields")
+
+
+def test_training_split_predates_the_test_queries(corpus, tmp_path):
+    """Training queries come from the years before the query year, so no test or validation
+    query is one; the pool holds their cited papers and nothing newer than the last
+    training year; the same seed gives the same bytes."""
+    common = ("--query-year", "2019", "--pool-size", "300", "--num-queries", "25")
+    assert run_sample(corpus, tmp_path / "a", *common, "--years-before", "3", setup="train") == 0
+    split = tmp_path / "a" / "dataset-train"
+    (collection,) = read_collections(split)
+    assert (collection.split, collection.group, collection.rep) == ("train", "pool-300", 0)
+    queries = pq.read_table(split / "queries.parquet")["query_id"].to_pylist()
+    assert len(queries) == collection.n_queries == 25
+    year_of = {
+        row["paper_id"]: row["year"]
+        for row in pq.read_table(corpus / "filtered.parquet").to_pylist()
+    }
+    assert {year_of[q] for q in queries} <= {2016, 2017, 2018}
+    test_args = ("--query-year", "2019", "--pool-sizes", "300", "--num-queries", "10")
+    assert run_sample(corpus, tmp_path / "t", *test_args, "--num-valid-queries", "5") == 0
+    evaluated = set()
+    for name in ("dataset-test", "dataset-valid"):
+        evaluated |= set(pq.read_table(tmp_path / "t" / name / "queries.parquet")["query_id"])
+    assert evaluated and not evaluated & set(queries)
+
+    pool = set(pools(split)[("pool-300", 0)])
+    assert len(pool) == 300 and all(year_of[p] <= 2018 for p in pool)
+    qrels = read_qrels(split / "qrels" / "pool-300.rep0.qrels")
+    cited = references(corpus)
+    for query in queries:
+        assert set(qrels[query]) == {c for c in cited[query] if year_of.get(c, 9999) <= 2018}
+        assert set(qrels[query]) <= pool
+    report = json.loads((tmp_path / "a" / "train-report.json").read_text())
+    assert report["query_years"] == [2016, 2018] and report["queries"] == 25
+
+    assert run_sample(corpus, tmp_path / "b", *common, "--years-before", "3", setup="train") == 0
+    for name in ("queries.parquet", "pools.parquet", "qrels/pool-300.rep0.qrels"):
+        assert (split / name).read_bytes() == (tmp_path / "b" / "dataset-train" / name).read_bytes()
+
+
+def test_training_split_needs_earlier_years(corpus, tmp_path, capsys):
+    args = ("--query-year", "2019", "--pool-size", "50", "--num-queries", "5")
+    assert run_sample(corpus, tmp_path, *args, "--years-before", "0", setup="train") != 0
+    assert "--years-before" in capsys.readouterr().err

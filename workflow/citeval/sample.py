@@ -18,6 +18,12 @@ Protocol (Medić & Šnajder 2022, see DESIGN.md §1), with the details this modu
 * **Validation** queries are drawn from the eligible queries left after the test draw
   (across all fields for field-level), so no validation query is a test query anywhere.
   Validation collections use one repetition: they only serve BM25 tuning.
+* **Training** (``train``, for the reranker): queries published in the years
+  ``[query_year - years_before, query_year - 1]``, so they are disjoint from every test and
+  validation query by their year; one pool (rep 0) of the candidates published up to
+  ``query_year - 1``, holding every paper they cite plus random candidates. The pool is
+  shared, so a query's candidates may be newer than the query itself: negatives it could
+  not have cited, which the reranker learns to rank low like any other negative.
 
 Every draw uses its own generator seeded from (seed, setup, split, group, repetition), and
 every id list is sorted before drawing, so the same inputs and seed give the same bytes.
@@ -25,6 +31,9 @@ every id list is sorted before drawing, so the same inputs and seed give the sam
     python -m citeval.sample dataset --filtered results/demo/filtered/papers.parquet \
         --corpus results/demo/corpus --output-dir results/demo/samples --seed 13 \
         --num-queries 150 --num-valid-queries 50 --pool-sizes 1000 2000 --repetitions 2
+    python -m citeval.sample train --filtered results/demo/filtered/papers.parquet \
+        --corpus results/demo/corpus --output-dir results/demo/samples \
+        --seed 13 --query-year 2019 --years-before 3 --num-queries 200 --pool-size 5000
 """
 
 from __future__ import annotations
@@ -120,11 +129,13 @@ class CitationData:
         corpus: Path,
         *,
         query_year: int,
+        first_query_year: int | None = None,
         excluded_ids: set[str],
         min_query_references: int,
         memory_limit: str,
         threads: int,
     ) -> None:
+        first_year = query_year if first_query_year is None else first_query_year
         self.con = duckdb.connect(config={"memory_limit": memory_limit, "threads": threads})
         self.con.execute(f"CREATE VIEW filtered AS SELECT * FROM read_parquet('{filtered}')")
         self.con.execute(
@@ -149,7 +160,8 @@ class CitationData:
             CREATE TABLE query_refs AS
             SELECT c.citing_id AS query_id, c.cited_id
             FROM citations c
-            JOIN (SELECT paper_id FROM filtered WHERE year = {int(query_year)}
+            JOIN (SELECT paper_id FROM filtered
+                  WHERE year BETWEEN {int(first_year)} AND {int(query_year)}
                   AND paper_id NOT IN (SELECT paper_id FROM excluded_arrow)) q
               ON c.citing_id = q.paper_id
             SEMI JOIN candidates cand ON c.cited_id = cand.paper_id
@@ -371,6 +383,82 @@ def sample_field_level(
     return collections
 
 
+def sample_training(
+    data: CitationData, *, seed: int, num_queries: int, pool_size: int, guard: SizeGuard
+) -> Collection:
+    """The reranker's training queries and their one pool (see the module docstring)."""
+    eligible = data.eligible_queries()
+    size = guard.check("training queries", num_queries, len(eligible))
+    if size == 0:
+        raise ConfigError("no paper of the training years is an eligible query")
+    order = seeded_rng(seed, "dataset", "train", "queries").permutation(len(eligible))[:size]
+    queries = sorted(eligible.take(pa.array(order)).to_pylist())
+    references = data.references(queries)
+    positives = {cited for cited_ids in references.values() for cited in cited_ids}
+    requested = pool_size
+    pool_size = guard.check("training pool", pool_size, len(data.candidate_ids))
+    if len(positives) > pool_size:
+        message = (
+            f"training pool: the queries cite {len(positives)} papers, more than the pool "
+            "size; the pool holds only the cited papers"
+        )
+        if guard.policy == "fail":
+            raise ConfigError(message + " (use fewer queries or a larger pool)")
+        log.warning(message)
+        guard.warnings.append(message)
+    pool = build_pool(
+        seeded_rng(seed, "dataset", "train", pool_group(requested), 0),
+        positives,
+        data.candidate_ids,
+        set(queries),
+        max(pool_size, len(positives)),
+    )
+    return Collection(
+        pool_group(requested), 0, queries, pool, qrels_for(queries, references), requested
+    )
+
+
+def run_training_sampling(args: argparse.Namespace) -> None:
+    if args.years_before < 1:
+        raise ConfigError("--years-before must be at least 1: training queries predate the test")
+    guard = SizeGuard(args.on_too_small)
+    data = CitationData(
+        Path(args.filtered),
+        Path(args.corpus),
+        query_year=args.query_year - 1,
+        first_query_year=args.query_year - args.years_before,
+        excluded_ids=read_excluded_ids(args.exclude_query_ids),
+        min_query_references=args.min_query_references,
+        memory_limit=args.memory_limit,
+        threads=args.threads,
+    )
+    collection = sample_training(
+        data,
+        seed=args.seed,
+        num_queries=args.num_queries,
+        pool_size=args.pool_size,
+        guard=guard,
+    )
+    output = Path(args.output_dir)
+    write_split("dataset", "train", [collection], output / "dataset-train")
+    write_json(
+        {
+            "setup": "dataset",
+            "split": "train",
+            "seed": args.seed,
+            "query_years": [args.query_year - args.years_before, args.query_year - 1],
+            "candidates": len(data.candidate_ids),
+            "eligible_queries": len(data.eligible_queries()),
+            "queries": len(collection.queries),
+            "relevant": sum(len(r) for r in collection.qrels.values()),
+            "pool_size": len(collection.pool),
+            "requested_pool_size": collection.requested_pool_size,
+            "warnings": guard.warnings,
+        },
+        output / "train-report.json",
+    )
+
+
 def write_split(setup: str, split: str, collections: list[Collection], out_dir: Path) -> None:
     """Write one split's manifests, qrels and collection list (see docs/contracts.md)."""
     query_rows = sorted({(c.group, q) for c in collections for q in c.queries})
@@ -537,6 +625,25 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sub.add_argument("--fields", nargs="+", required=True)
             sub.add_argument("--pool-size", type=int, required=True)
+    train = commands.add_parser("train", help="the reranker's training queries and pool")
+    train.add_argument("--filtered", required=True, help="filtered/papers.parquet")
+    train.add_argument("--corpus", required=True, help="corpus directory (papers/, citations/)")
+    train.add_argument("--output-dir", required=True, help="samples directory")
+    train.add_argument("--seed", type=int, required=True)
+    train.add_argument("--query-year", type=int, required=True, help="the test queries' year")
+    train.add_argument(
+        "--years-before",
+        type=int,
+        default=1,
+        help="training queries come from the years [query-year - N, query-year - 1]",
+    )
+    train.add_argument("--num-queries", type=int, required=True)
+    train.add_argument("--pool-size", type=int, required=True)
+    train.add_argument("--min-query-references", type=int, default=1)
+    train.add_argument("--exclude-query-ids", default=None)
+    train.add_argument("--on-too-small", choices=["fail", "cap"], default="fail")
+    train.add_argument("--memory-limit", default="2GB")
+    train.add_argument("--threads", type=int, default=2)
     union = commands.add_parser("embed-ids", help="union of every pool and query id")
     union.add_argument("--samples", nargs="+", required=True, help="samples/<setup>-<split> dirs")
     union.add_argument("--output", required=True)
@@ -547,6 +654,8 @@ def command(args: argparse.Namespace) -> None:
     if args.setup == "embed-ids":
         count = write_embed_ids(args.samples, args.output)
         log.info("%d distinct papers to embed", count)
+    elif args.setup == "train":
+        run_training_sampling(args)
     else:
         run_sampling(args)
 
