@@ -298,6 +298,14 @@ def mdcr_build_arguments(wildcards):
     return shell_words(*words)
 
 
+def mdcr_types_from(wildcards):
+    """The validation split takes the model types the test split selected (as the published
+    benchmark has the same types in both); a configured list needs no such link."""
+    if wildcards.mdcr_split == "val" and MDCR["model_selection"] == "auto":
+        return f"{MDCR_DIR}/mdcr_test_report.json"
+    return []
+
+
 def mdcr_bm25_parameters(wildcards):
     """The field-level tuning of k1/b where it runs; otherwise the configured k1 and b."""
     if BM25["tune"]["enabled"] and "field" in SETUPS:

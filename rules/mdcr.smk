@@ -9,6 +9,7 @@ rule mdcr_build:
         runs=mdcr_build_runs,
         corpus=rules.ingest_merge.output,
         filtered=rules.prefilter.output.papers,
+        types_from=mdcr_types_from,
     output:
         benchmark=f"{MDCR_DIR}/mdcr_{{mdcr_split}}.json",
         data=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_data.jsonl",
@@ -16,6 +17,9 @@ rule mdcr_build:
         report=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_report.json",
     params:
         arguments=mdcr_build_arguments,
+        types_from=lambda wildcards, input: (
+            shell_words("--model-types-from", input.types_from) if input.types_from else ""
+        ),
         split=lambda wildcards: MDCR_SAMPLE_SPLIT[wildcards.mdcr_split],
         runs=lambda wildcards: f"{RESULTS}/runs/field-{MDCR_SAMPLE_SPLIT[wildcards.mdcr_split]}",
         output_dir=lambda wildcards, output: Path(output.benchmark).parent,
@@ -32,7 +36,8 @@ rule mdcr_build:
     shell:
         "python -m citeval.mdcr build --split {params.split:q} --samples {input.samples:q} "
         "--runs {params.runs:q} --corpus {input.corpus:q} --filtered {input.filtered:q} "
-        "{params.arguments} --threads {threads} --output-dir {params.output_dir:q} 2> {log:q}"
+        "{params.arguments} {params.types_from} --threads {threads} "
+        "--output-dir {params.output_dir:q} 2> {log:q}"
 
 
 rule mdcr_score_bm25:

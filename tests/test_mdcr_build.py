@@ -208,3 +208,34 @@ def test_config_defaults_match_the_command_line() -> None:
     assert cli["model_selection"] == [defaults["model_selection"]]
     assert cli["max_candidate_year"] == defaults["max_candidate_year"]
     assert cli["shortfall"] == defaults["shortfall"]
+
+
+def test_validation_split_file_names_and_types_from_the_test_split(
+    pipeline: tuple[Path, dict], tmp_path: Path
+) -> None:
+    """``--split valid`` writes the published ``mdcr_val.*`` names, and
+    ``--model-types-from`` takes the test split's model types over a different ``auto``
+    choice; a report without types is a clear error."""
+    root, _ = pipeline
+    test_report = json.loads((root / "mdcr" / "mdcr_test_report.json").read_text())
+    forced = {**test_report, "model_types": ["scincl"]}
+    (tmp_path / "forced.json").write_text(json.dumps(forced))
+    args = build_args(root, tmp_path / "val", "--model-types-from", str(tmp_path / "forced.json"))
+    args[args.index("test")] = "valid"
+    assert main(args) == 0
+    names = sorted(path.name for path in (tmp_path / "val").iterdir())
+    assert names == [
+        "mdcr_val.json",
+        "mdcr_val_data.jsonl",
+        "mdcr_val_jaccard.tsv",
+        "mdcr_val_report.json",
+    ]
+    report = json.loads((tmp_path / "val" / "mdcr_val_report.json").read_text())
+    assert report["model_types"] == ["scincl"] != test_report["model_types"]
+    benchmark = json.loads((tmp_path / "val" / "mdcr_val.json").read_text())
+    types = {kind for queries in benchmark.values() for entry in queries.values() for kind in entry}
+    assert "scincl" in types and not {"bm25", "minilm", "rrf"} & types
+
+    (tmp_path / "broken.json").write_text("{}")
+    args = build_args(root, tmp_path / "x", "--model-types-from", str(tmp_path / "broken.json"))
+    assert main(args) == 2

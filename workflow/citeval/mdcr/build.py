@@ -9,12 +9,15 @@ the Jaccard index between the two models' top ``--model-depth`` non-cited result
 (queries where both lists are empty are left out). The TSV is a symmetric matrix with one
 row per model, the diagonal left empty, then each model's mean with the others and
 whether it was selected. ``--model-selection auto`` selects the ``--num-model-types``
-models with the lowest mean (ties by name).
+models with the lowest mean (ties by name). ``--model-types-from REPORT`` takes the model
+types another split's construction selected instead, so that the validation split has the
+test split's types, as the published benchmark does.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -83,6 +86,20 @@ def format_jaccard_tsv(
     return "\n".join(lines) + "\n"
 
 
+def model_types_of(report_path: Path) -> list[str]:
+    """The model types a construction report lists."""
+    try:
+        types = json.loads(Path(report_path).read_text(encoding="utf-8"))["model_types"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InputDataError(
+            f"cannot read the model types of a construction report: {error!r}",
+            path=str(report_path),
+        ) from None
+    if not types or not all(isinstance(name, str) for name in types):
+        raise InputDataError("model_types is not a non-empty list of names", path=str(report_path))
+    return types
+
+
 def build_split(args: argparse.Namespace) -> None:
     paths = output_paths(args.output_dir, args.split)
     queries = read_field_queries(Path(args.samples), args.fields)
@@ -97,7 +114,10 @@ def build_split(args: argparse.Namespace) -> None:
     # The same lists serve the Jaccard table and the model types' candidates.
     top = top_lists(rankings, inputs.cited, args.model_depth)
     pairs = mean_jaccard(top)
-    selected = select_models(models, pairs, args.model_selection, args.num_model_types)
+    selection = args.model_selection
+    if args.model_types_from:
+        selection = model_types_of(args.model_types_from)
+    selected = select_models(models, pairs, selection, args.num_model_types)
     LOG.info("model types: %s", ", ".join(selected))
     settings = Settings(
         seed=args.seed,
@@ -117,7 +137,7 @@ def build_split(args: argparse.Namespace) -> None:
     needed = {q for qs in benchmark.values() for q in qs} | {c for _, c in candidate_pairs}
     papers = tables.texts(needed)
     check_data_covers(benchmark, {p.paper_id: p for p in papers})
-    report["model_selection"] = list(args.model_selection)
+    report["model_selection"] = list(selection)
     report["jaccard"] = {
         "models": models,
         "mean_with_others": {

@@ -206,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=["auto"],
         help="'auto' (the --num-model-types models least alike by Jaccard) or model names",
     )
+    build.add_argument(
+        "--model-types-from",
+        type=Path,
+        default=None,
+        help="take the model types of another split's mdcr_<split>_report.json",
+    )
     build.add_argument("--num-model-types", type=positive_int, default=3)
     build.add_argument("--positives", type=positive_int, default=5)
     build.add_argument("--negatives-per-type", type=positive_int, default=10)
