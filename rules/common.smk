@@ -31,7 +31,33 @@ SETUPS = [
 ]
 DENSE_MODELS = list(config["encode"]["models"])
 FUSIONS = {fusion["name"]: fusion for fusion in config["fusion"]}
-MODELS = ["bm25", *DENSE_MODELS, *FUSIONS]
+FIRST_STAGES = ["bm25", *DENSE_MODELS, *FUSIONS]
+RERANK = config["rerank"]
+RERANKER = RERANK["name"] if RERANK["enabled"] else None
+# Reranked runs are named `<first stage>.<reranker>@<K>` in files and
+# `<first stage>><reranker>@<K>` in tables (a `>` in a file name invites shell accidents).
+RERANKED_RUNS = {
+    f"{first_stage}.{RERANKER}@{k}": (first_stage, k)
+    for first_stage in (RERANK["first_stages"] if RERANKER else [])
+    for k in sorted(RERANK["ks"])
+}
+MODELS = [*FIRST_STAGES, *RERANKED_RUNS]
+if RERANKER:
+    _unknown = sorted(
+        {*RERANK["first_stages"], RERANK["train"]["first_stage"]} - set(FIRST_STAGES)
+    )
+    if _unknown:
+        raise ValueError(f"rerank: {_unknown} are not first stages (have {FIRST_STAGES})")
+    if RERANKER in FIRST_STAGES:
+        raise ValueError(f"rerank.name {RERANKER!r} is already a model name")
+    if max(RERANK["ks"]) > config["retrieval"]["k"]:
+        raise ValueError(
+            f"rerank.ks {RERANK['ks']} go deeper than the runs (retrieval.k "
+            f"{config['retrieval']['k']})"
+        )
+MODEL_LABELS = {
+    name: f"{first_stage}>{RERANKER}@{k}" for name, (first_stage, k) in RERANKED_RUNS.items()
+}
 NUM_ENCODE_SHARDS = config["encode"]["num_shards"]
 SAMPLING = config["sampling"]
 BM25 = config["bm25"]
@@ -52,7 +78,8 @@ wildcard_constraints:
     shard=r"[A-Za-z0-9_.-]+",
     dense_model=_alternatives(DENSE_MODELS),
     fusion=_alternatives(FUSIONS),
-    model=_alternatives(MODELS),
+    model=_alternatives([*MODELS, *([RERANKER] if RERANKER else [])]),
+    first_stage=_alternatives(FIRST_STAGES),
 
 
 # --- corpus input shards ------------------------------------------------------------
@@ -251,7 +278,9 @@ MDCR_SPLITS = (
     else ["test"] + (["val"] if SAMPLING["validation"]["queries_per_field"] > 0 else [])
 )
 # Models whose rep-0 field runs the construction compares (empty: every model).
-MDCR_BUILD_MODELS = list(MDCR["models"]) or MODELS
+MDCR_BUILD_MODELS = list(MDCR["models"]) or FIRST_STAGES
+# Every model that scores MDCR pairs: the first stages, and the reranker on its own.
+MDCR_MODELS = [*FIRST_STAGES, *([RERANKER] if RERANKER else [])]
 
 
 def mdcr_benchmark_files(wildcards):
@@ -342,5 +371,7 @@ def mdcr_outputs(wildcards=None):
             for split in MDCR_SPLITS
             for name in ("jaccard.tsv", "report.json")
         ]
-    outputs += [f"{MDCR_DIR}/eval/{split}/{model}.tsv" for split in MDCR_SPLITS for model in MODELS]
+    outputs += [
+        f"{MDCR_DIR}/eval/{split}/{model}.tsv" for split in MDCR_SPLITS for model in MDCR_MODELS
+    ]
     return outputs

@@ -145,13 +145,13 @@ rule mdcr_evaluate:
 
 rule mdcr_tables:
     input:
-        expand(f"{MDCR_DIR}/eval/test/{{model}}.tsv", model=MODELS),
+        expand(f"{MDCR_DIR}/eval/test/{{model}}.tsv", model=MDCR_MODELS),
     output:
         multiext(f"{RESULTS}/tables/table3_mdcr", ".tsv", ".md"),
         multiext(f"{RESULTS}/tables/table4_mdcr_types", ".tsv", ".md"),
     params:
         evaluations=lambda wildcards, input: shell_words(
-            *(f"{model}={path}" for model, path in zip(MODELS, input))
+            *(f"{model}={path}" for model, path in zip(MDCR_MODELS, input))
         ),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
