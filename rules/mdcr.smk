@@ -170,7 +170,7 @@ rule mdcr_tables:
         f"{BENCHMARKS}/mdcr_tables.tsv"
     resources:
         mem_mb=1000,
-        runtime=10,
+        runtime=60,
     shell:
         "python -m citeval.mdcr tables --evaluations {params.evaluations} "
         "--per-query {params.per_query} {params.significance} "
