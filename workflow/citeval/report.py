@@ -31,6 +31,7 @@ import platform
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from importlib import metadata
 from pathlib import Path
 from statistics import fmean
@@ -158,7 +159,7 @@ def render(
     header: Sequence[str],
     rows: Sequence[Sequence[object]],
     digits: int,
-    marked: set[tuple[str, str]] = frozenset(),
+    marked: AbstractSet[tuple[str, str]] = frozenset(),
 ) -> tuple[str, str]:
     """The same table as TSV (6 decimals) and Markdown (``digits`` decimals).
 

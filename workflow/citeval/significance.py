@@ -235,10 +235,10 @@ def footnote(settings: Settings, unit: str, pvalues_file: str) -> str:
     """The Markdown line explaining the marker."""
     return (
         f"{MARKER} p < {settings.alpha:g} against `{settings.baseline}`: two-sided paired "
-        f"randomization test of the mean difference ({settings.permutations} random sign "
-        f"flips, exact when fewer; seed {settings.seed}), Holm-corrected over the models of "
-        f"each column. Pairing unit: {unit}. Uncorrected and paired t-test p-values: "
-        f"`{pvalues_file}`."
+        f"randomization test of the mean difference (all 2^n sign flips of the n units when "
+        f"2^n ≤ {settings.permutations}, else {settings.permutations} random ones; seed "
+        f"{settings.seed}), Holm-corrected over the models of each column. Pairing unit: "
+        f"{unit}. Uncorrected and paired t-test p-values: `{pvalues_file}`."
     )
 
 
