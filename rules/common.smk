@@ -177,6 +177,18 @@ def shell_words(*words):
     return " ".join(shlex.quote(str(word)) for word in words)
 
 
+# --- tables ------------------------------------------------------------------
+
+# Paired tests of every table's models against report.baseline (docs/significance.md);
+# a null baseline writes the tables without them.
+SIGNIFICANCE_ARGUMENTS = shell_words(
+    *(["--baseline", config["report"]["baseline"]] if config["report"]["baseline"] else []),
+    "--permutations", config["report"]["significance"]["permutations"],
+    "--alpha", config["report"]["significance"]["alpha"],
+    "--seed", config["seed"],
+)
+
+
 # --- prefilter -----------------------------------------------------------------------
 
 

@@ -128,7 +128,8 @@ rule mdcr_evaluate:
         unpack(mdcr_benchmark_files),
         scores=f"{MDCR_DIR}/scores/{{mdcr_split}}/{{model}}.json",
     output:
-        f"{MDCR_DIR}/eval/{{mdcr_split}}/{{model}}.tsv",
+        means=f"{MDCR_DIR}/eval/{{mdcr_split}}/{{model}}.tsv",
+        per_query=f"{MDCR_DIR}/eval/{{mdcr_split}}/{{model}}.per_query.tsv",
     conda:
         "../envs/core.yaml"
     log:
@@ -140,19 +141,25 @@ rule mdcr_evaluate:
         runtime=30,
     shell:
         "python -m citeval.mdcr evaluate --benchmark {input.benchmark:q} "
-        "--scores {input.scores:q} --output {output:q} > {log:q} 2>&1"
+        "--scores {input.scores:q} --output {output.means:q} "
+        "--per-query-output {output.per_query:q} > {log:q} 2>&1"
 
 
 rule mdcr_tables:
     input:
-        expand(f"{MDCR_DIR}/eval/test/{{model}}.tsv", model=MDCR_MODELS),
+        evaluations=expand(f"{MDCR_DIR}/eval/test/{{model}}.tsv", model=MDCR_MODELS),
+        per_query=expand(f"{MDCR_DIR}/eval/test/{{model}}.per_query.tsv", model=MDCR_MODELS),
     output:
         multiext(f"{RESULTS}/tables/table3_mdcr", ".tsv", ".md"),
         multiext(f"{RESULTS}/tables/table4_mdcr_types", ".tsv", ".md"),
     params:
         evaluations=lambda wildcards, input: shell_words(
-            *(f"{model}={path}" for model, path in zip(MDCR_MODELS, input))
+            *(f"{model}={path}" for model, path in zip(MDCR_MODELS, input.evaluations))
         ),
+        per_query=lambda wildcards, input: shell_words(
+            *(f"{model}={path}" for model, path in zip(MDCR_MODELS, input.per_query))
+        ),
+        significance=SIGNIFICANCE_ARGUMENTS,
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
         "../envs/core.yaml"
@@ -162,7 +169,8 @@ rule mdcr_tables:
         f"{BENCHMARKS}/mdcr_tables.tsv"
     resources:
         mem_mb=1000,
-        runtime=10,
+        runtime=60,
     shell:
         "python -m citeval.mdcr tables --evaluations {params.evaluations} "
+        "--per-query {params.per_query} {params.significance} "
         "--output-dir {params.output_dir:q} 2> {log:q}"

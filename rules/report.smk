@@ -1,4 +1,5 @@
-# The paper's tables (TSV + Markdown) and a provenance record, from every test metric file.
+# The paper's tables (TSV + Markdown, p-values against report.baseline) and a provenance
+# record, from every test metric file.
 
 
 rule report:
@@ -13,6 +14,7 @@ rule report:
         fields=shell_words(*config["sampling"]["field_level"]["fields"]),
         cutoff=config["metrics"]["cutoffs"][0],
         config_json=lambda wildcards: shlex.quote(json.dumps(config, sort_keys=True)),
+        significance=SIGNIFICANCE_ARGUMENTS,
         results=lambda wildcards, output: Path(output[0]).parent.parent,
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
@@ -25,5 +27,5 @@ rule report:
     shell:
         "python -m citeval.report --results {params.results:q} --setups {params.setups} "
         "--models {params.models} --fields {params.fields} --cutoff {params.cutoff:q} "
-        "--config-json {params.config_json} --inputs {input.corpus_inputs:q} "
+        "--config-json {params.config_json} --inputs {input.corpus_inputs:q} {params.significance} "
         "--output-dir {params.output_dir:q} 2> {log:q}"

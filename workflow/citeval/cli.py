@@ -33,6 +33,40 @@ def positive_int(text: str) -> int:
     return value
 
 
+def probability(text: str) -> float:
+    """argparse type for a level such as alpha: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
+def add_significance_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--baseline`` and the test settings of the table writers (citeval.significance)."""
+    group = parser.add_argument_group("significance against a baseline")
+    group.add_argument(
+        "--baseline",
+        default=None,
+        help="model every other is tested against, per column (default: no tests)",
+    )
+    group.add_argument(
+        "--permutations",
+        type=positive_int,
+        default=10000,
+        help="random sign flips of the paired randomization test (default 10000)",
+    )
+    group.add_argument(
+        "--alpha",
+        type=probability,
+        default=0.05,
+        help="a Holm-adjusted randomization p below this marks the cell (default 0.05)",
+    )
+    group.add_argument("--seed", type=int, default=0, help="seed of the randomization tests")
+
+
 _MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(MB|GB|MiB|GiB)\s*$")
 _MEMORY_UNITS = {"MB": 10**6, "GB": 10**9, "MiB": 2**20, "GiB": 2**30}
 

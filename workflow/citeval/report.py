@@ -7,12 +7,18 @@ Tables (TSV with full precision, Markdown rounded as in the paper; values are pe
 * ``table2_field_level_map``, ``table7_field_level_ndcg``, ``table8_field_level_recall`` —
   rows are models, columns are the fields plus AVG, the mean over fields of the mean over
   repetitions (Tables 2, 7 and 8).
+* ``<table>_pvalues.tsv`` — with ``--baseline`` among the models: every other model
+  against the baseline per column (paired randomization test and paired t-test of
+  per-query values, raw and Holm-adjusted over the models of the column); the Markdown
+  table marks the significant cells with ``†`` and explains them in a footnote
+  (:mod:`citeval.significance`, docs/significance.md).
 * ``summary.tsv`` — every (setup, group, rep, model, measure) value in long form.
 * ``provenance.json`` — config hash, seed, package versions and input fingerprints.
 
     python -m citeval.report --results results/demo --setups dataset field \
         --models bm25 minilm --cutoff 30 --config-json "$(cat config.json)" \
-        --inputs resources/synthetic/demo/*.jsonl.gz --output-dir results/demo/tables
+        --inputs resources/synthetic/demo/*.jsonl.gz --output-dir results/demo/tables \
+        [--baseline bm25 --permutations 10000 --alpha 0.05 --seed 13]
 """
 
 from __future__ import annotations
@@ -25,16 +31,28 @@ import platform
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from importlib import metadata
 from pathlib import Path
 from statistics import fmean
 
-from citeval.cli import run_cli
+from citeval.cli import add_significance_arguments, run_cli
 from citeval.collections import CollectionInfo, pool_size_of, read_collections
 from citeval.errors import InputDataError
 from citeval.io import file_fingerprint, write_json, write_text
-from citeval.metrics import read_per_query_tsv
+from citeval.metrics import ALL_QUERIES, read_per_query_tsv
 from citeval.sample import field_slug
+from citeval.significance import (
+    MARKER,
+    Settings,
+    TableTests,
+    baseline_missing,
+    footnote,
+    format_pvalues_tsv,
+    settings_from_args,
+    stratum_weights,
+    table_tests,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +72,61 @@ def metrics_path(results: Path, setup: str, collection: CollectionInfo, model: s
     return results / "metrics" / f"{setup}-test" / collection.name / f"{model}.tsv"
 
 
-def collection_means(
+def collection_values(
     results: Path, setup: str, models: Sequence[str], measures: Sequence[str]
-) -> dict[tuple[str, int, str], dict[str, float]]:
-    """(group, rep, model) -> measure -> mean over the collection's queries."""
-    means = {}
+) -> dict[tuple[str, int, str], dict[str, dict[str, float]]]:
+    """(group, rep, model) -> query id (``all``: the mean) -> measure -> value."""
+    values = {}
     for collection in collections_of_test_split(results, setup):
         for model in models:
             path = metrics_path(results, setup, collection, model)
             per_query = read_per_query_tsv(path)
-            if "all" not in per_query:
+            if ALL_QUERIES not in per_query:
                 raise InputDataError("no 'all' row with the mean over queries", path=path)
-            missing = [m for m in measures if m not in per_query["all"]]
-            if missing:
-                raise InputDataError(f"measures {missing} are missing", path=path)
+            for qid, row in per_query.items():
+                missing = [m for m in measures if m not in row]
+                if missing:
+                    raise InputDataError(f"measures {missing} are missing for {qid!r}", path=path)
             key = (collection.group, collection.rep, model)
-            means[key] = {m: per_query["all"][m] for m in measures}
-    return means
+            values[key] = {q: {m: row[m] for m in measures} for q, row in per_query.items()}
+    return values
+
+
+def collection_means(
+    values: dict[tuple[str, int, str], dict[str, dict[str, float]]],
+) -> dict[tuple[str, int, str], dict[str, float]]:
+    """(group, rep, model) -> measure -> mean over the collection's queries."""
+    return {key: per_query[ALL_QUERIES] for key, per_query in values.items()}
+
+
+def query_values(
+    values: dict[tuple[str, int, str], dict[str, dict[str, float]]],
+    group: str,
+    model: str,
+    measure: str,
+) -> dict[str, float]:
+    """Query id -> 100 × its mean over the group's repetitions: the pairing unit."""
+    per_rep: dict[str, list[float]] = defaultdict(list)
+    for (g, _rep, m), per_query in sorted(values.items()):
+        if g == group and m == model:
+            for qid, row in per_query.items():
+                if qid != ALL_QUERIES:
+                    per_rep[qid].append(row[measure])
+    return {qid: 100 * fmean(v) for qid, v in per_rep.items()}
+
+
+def check_same_queries(
+    values: dict[tuple[str, int, str], dict[str, dict[str, float]]], baseline: str
+) -> None:
+    """Every model of a collection has the baseline's queries (pairs are by query id)."""
+    for (group, rep, model), per_query in sorted(values.items()):
+        expected = values.get((group, rep, baseline))
+        if expected is not None and set(per_query) != set(expected):
+            differ = sorted(set(per_query) ^ set(expected))
+            raise InputDataError(
+                f"{group}.rep{rep}: model {model!r} and baseline {baseline!r} have different "
+                f"queries ({len(differ)} differ, e.g. {differ[:5]}); cannot pair them"
+            )
 
 
 def pool_labels(results: Path) -> dict[str, str]:
@@ -99,42 +155,97 @@ def mean_over_reps(
     }
 
 
-def render(header: Sequence[str], rows: Sequence[Sequence[object]], digits: int) -> tuple[str, str]:
-    """The same table as TSV (6 decimals) and Markdown (``digits`` decimals)."""
+def render(
+    header: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    digits: int,
+    marked: AbstractSet[tuple[str, str]] = frozenset(),
+) -> tuple[str, str]:
+    """The same table as TSV (6 decimals) and Markdown (``digits`` decimals).
+
+    Markdown cells whose (row label, column) is in ``marked`` get :data:`MARKER`.
+    """
 
     def cell(value: object, places: int) -> str:
         return f"{value:.{places}f}" if isinstance(value, float) else str(value)
+
+    def markdown_row(row: Sequence[object]) -> str:
+        cells = [cell(row[0], digits)] + [
+            cell(v, digits) + (MARKER if (row[0], column) in marked else "")
+            for column, v in zip(header[1:], row[1:], strict=True)
+        ]
+        return "| " + " | ".join(cells) + " |"
 
     tsv = ["\t".join(header)] + ["\t".join(cell(v, 6) for v in row) for row in rows]
     markdown = [
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
-    ] + ["| " + " | ".join(cell(v, digits) for v in row) + " |" for row in rows]
+    ] + [markdown_row(row) for row in rows]
     return "\n".join(tsv) + "\n", "\n".join(markdown) + "\n"
 
 
 def write_table(
-    output_dir: Path, name: str, title: str, header: list[str], rows: list[list[object]]
+    output_dir: Path,
+    name: str,
+    title: str,
+    header: list[str],
+    rows: list[list[object]],
+    tests: TableTests | None = None,
 ) -> None:
-    tsv, markdown = render(header, rows, digits=1)
+    """``<name>.tsv`` and ``<name>.md``; with ``tests`` also ``<name>_pvalues.tsv``.
+
+    Without ``tests`` a ``<name>_pvalues.tsv`` left by an earlier run is removed.
+    """
+    pvalues = output_dir / f"{name}_pvalues.tsv"
+    marked = tests.marked() if tests is not None else set()
+    tsv, markdown = render(header, rows, digits=1, marked=marked)
     write_text(tsv, output_dir / f"{name}.tsv")
-    write_text(f"### {title}\n\n{markdown}", output_dir / f"{name}.md")
+    if tests is None:
+        pvalues.unlink(missing_ok=True)
+        write_text(f"### {title}\n\n{markdown}", output_dir / f"{name}.md")
+        return
+    write_text(format_pvalues_tsv(tests.comparisons, tests.settings.baseline), pvalues)
+    note = footnote(tests.settings, tests.unit, pvalues.name)
+    write_text(f"### {title}\n\n{markdown}\n{note}\n", output_dir / f"{name}.md")
+
+
+DATASET_UNIT = (
+    "query (its value is the mean over the pool size's repetitions, which share the "
+    "queries and differ in their pools)"
+)
+FIELD_UNIT = (
+    "query of the field (its value is the mean over the field's repetitions); AVG: "
+    "(field, query), each weighted by 1 / (number of fields × the field's queries) so that "
+    "the tested difference is the AVG column's"
+)
 
 
 def dataset_level_table(
-    results: Path, models: Sequence[str], cutoff: int, output_dir: Path
+    results: Path,
+    models: Sequence[str],
+    cutoff: int,
+    output_dir: Path,
+    settings: Settings | None = None,
 ) -> list[list[object]]:
+    name = "table1_dataset_level"
     measures = {"MAP": "map", "NDCG": "ndcg", f"R@{cutoff}": f"recall_{cutoff}"}
-    means = mean_over_reps(collection_means(results, "dataset", models, list(measures.values())))
+    values = collection_values(results, "dataset", models, list(measures.values()))
+    means = mean_over_reps(collection_means(values))
     groups = sorted({group for group, _ in means}, key=pool_size_of)
     labels = pool_labels(results)
-    header = ["model"] + [f"{labels[g]} {label}" for g in groups for label in measures]
-    rows = [
-        [model] + [100 * means[(g, model)][m] for g in groups for m in measures.values()]
-        for model in models
-    ]
-    write_table(output_dir, "table1_dataset_level",
-                "Table 1: dataset-level, mean over repetitions", header, rows)  # fmt: skip
+    columns = {f"{labels[g]} {label}": (g, m) for g in groups for label, m in measures.items()}
+    header = ["model", *columns]
+    rows = [[model] + [100 * means[(g, model)][m] for g, m in columns.values()] for model in models]
+    tests = None
+    if settings is not None and not baseline_missing(models, settings, name):
+        check_same_queries(values, settings.baseline)
+        per_column = {
+            column: {model: query_values(values, g, model, m) for model in models}
+            for column, (g, m) in columns.items()
+        }
+        tests = table_tests(name, per_column, settings, DATASET_UNIT)
+    write_table(output_dir, name, "Table 1: dataset-level, mean over repetitions",
+                header, rows, tests)  # fmt: skip
     return rows
 
 
@@ -144,21 +255,41 @@ def field_level_tables(
     fields: Sequence[str],
     cutoff: int,
     output_dir: Path,
+    settings: Settings | None = None,
 ) -> None:
     tables = {
         "map": ("table2_field_level_map", "Table 2: field-level MAP"),
         "ndcg": ("table7_field_level_ndcg", "Table 7: field-level NDCG"),
         f"recall_{cutoff}": ("table8_field_level_recall", f"Table 8: field-level R@{cutoff}"),
     }
-    means = mean_over_reps(collection_means(results, "field", models, list(tables)))
+    values = collection_values(results, "field", models, list(tables))
+    means = mean_over_reps(collection_means(values))
     present = {group for group, _ in means}
     shown = [name for name in fields if field_slug(name) in present]
+    test = settings is not None and not baseline_missing(models, settings, "field-level tables")
+    if test:
+        check_same_queries(values, settings.baseline)
     for measure, (name, title) in tables.items():
         rows = []
         for model in models:
-            values = [100 * means[(field_slug(f), model)][measure] for f in shown]
-            rows.append([model, *values, fmean(values)])
-        write_table(output_dir, name, title, ["model", *shown, "AVG"], rows)
+            row = [100 * means[(field_slug(f), model)][measure] for f in shown]
+            rows.append([model, *row, fmean(row)])
+        tests = None
+        if test:
+            per_column: dict[str, dict[str, dict]] = {}
+            for f in shown:
+                per_column[f] = {
+                    model: query_values(values, field_slug(f), model, measure) for model in models
+                }
+            per_column["AVG"] = {
+                model: {
+                    (f, qid): value for f in shown for qid, value in per_column[f][model].items()
+                }
+                for model in models
+            }
+            weights = {"AVG": stratum_weights(per_column["AVG"][settings.baseline])}
+            tests = table_tests(name, per_column, settings, FIELD_UNIT, weights)
+        write_table(output_dir, name, title, ["model", *shown, "AVG"], rows, tests)
 
 
 def summary_table(results: Path, setups: Sequence[str], models: Sequence[str]) -> str:
@@ -209,14 +340,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
     parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
     parser.add_argument("--output-dir", required=True, type=Path)
+    add_significance_arguments(parser)
     return parser
 
 
 def command(args: argparse.Namespace) -> None:
+    settings = settings_from_args(args)
     if "dataset" in args.setups:
-        dataset_level_table(args.results, args.models, args.cutoff, args.output_dir)
+        dataset_level_table(args.results, args.models, args.cutoff, args.output_dir, settings)
     if "field" in args.setups:
-        field_level_tables(args.results, args.models, args.fields, args.cutoff, args.output_dir)
+        field_level_tables(
+            args.results, args.models, args.fields, args.cutoff, args.output_dir, settings
+        )
     write_text(summary_table(args.results, args.setups, args.models),
                args.output_dir / "summary.tsv")  # fmt: skip
     write_json(provenance(json.loads(args.config_json), args.inputs),

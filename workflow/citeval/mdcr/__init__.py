@@ -7,7 +7,8 @@
 * :mod:`citeval.mdcr.inputs` — those inputs read from the pipeline's tables and runs;
 * :mod:`citeval.mdcr.build` — the ``build`` command: model selection, Jaccard table, files;
 * :mod:`citeval.mdcr.score` — every model's score of every query–candidate pair;
-* :mod:`citeval.mdcr.tables` — Tables 3 and 4 from the evaluations;
+* :mod:`citeval.mdcr.tables` — Tables 3 and 4 from the evaluations, with significance
+  tests against a baseline from the per-query evaluations (:mod:`citeval.significance`);
 * :mod:`citeval.mdcr.cli` — ``python -m citeval.mdcr {build,check,score,evaluate,tables}``.
 
 Formats, rules and settled details: docs/mdcr.md.

@@ -1,10 +1,11 @@
 """``python -m citeval.mdcr``: build an MDCR benchmark, or evaluate a scores file on one.
 
     python -m citeval.mdcr evaluate --benchmark mdcr_test.json --scores scores.json \
-        [--output results.tsv]
+        [--output results.tsv] [--per-query-output results.per_query.tsv]
 
-prints the overall MAP, NDCG and R@5 (×100) as the published evaluator does, and writes
-one row per (candidate subset, field) to ``--output``.
+prints the overall MAP, NDCG and R@5 (×100) as the published evaluator does, writes one
+row per (candidate subset, field) to ``--output`` and one per (subset, field, query) to
+``--per-query-output``.
 
     python -m citeval.mdcr check --benchmark mdcr_test.json --data mdcr_test_data.jsonl \
         [--output summary.json]
@@ -33,9 +34,12 @@ in the published files (see docs/mdcr.md).
 writes every pair's score in the published scores format (see citeval.mdcr.score).
 
     python -m citeval.mdcr tables --evaluations bm25=eval/bm25.tsv minilm=eval/minilm.tsv \
-        --output-dir results/demo/tables
+        --output-dir results/demo/tables [--per-query bm25=eval/bm25.per_query.tsv \
+        minilm=eval/minilm.per_query.tsv --baseline bm25 --permutations 10000 --alpha 0.05 \
+        --seed 13]
 
-writes Tables 3 and 4 (``table3_mdcr``, ``table4_mdcr_types``, TSV and Markdown).
+writes Tables 3 and 4 (``table3_mdcr``, ``table4_mdcr_types``, TSV and Markdown); with
+``--baseline`` and ``--per-query`` also their ``_pvalues.tsv`` (see docs/significance.md).
 """
 
 from __future__ import annotations
@@ -47,11 +51,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from citeval.cli import memory_size, positive_int, run_cli
+from citeval.cli import add_significance_arguments, memory_size, positive_int, run_cli
 from citeval.errors import ConfigError
 from citeval.io import write_json
-from citeval.mdcr.evaluate import evaluate_benchmark as run_evaluation
-from citeval.mdcr.evaluate import format_summary, write_rows_tsv
+from citeval.mdcr.evaluate import (
+    evaluate_queries,
+    format_summary,
+    rows_of,
+    write_queries_tsv,
+    write_rows_tsv,
+)
 from citeval.mdcr.formats import (
     check_scores_cover,
     load_benchmark,
@@ -67,9 +76,12 @@ LOG = logging.getLogger(__name__)
 def evaluate_command(args: argparse.Namespace) -> None:
     benchmark = read_benchmark(args.benchmark)
     scores = read_scores(args.scores)
-    rows = run_evaluation(benchmark, scores, scores_path=args.scores)
+    per_query = evaluate_queries(benchmark, scores, scores_path=args.scores)
+    rows = rows_of(per_query)
     if args.output is not None:
         write_rows_tsv(rows, args.output)
+    if args.per_query_output is not None:
+        write_queries_tsv(per_query, args.per_query_output)
     sys.stdout.write(format_summary(rows))
 
 
@@ -154,8 +166,9 @@ def evaluation_pair(text: str) -> tuple[str, Path]:
 
 def tables_command(args: argparse.Namespace) -> None:
     from citeval.mdcr.tables import write_tables
+    from citeval.significance import settings_from_args
 
-    write_tables(args.evaluations, args.output_dir)
+    write_tables(args.evaluations, args.output_dir, settings_from_args(args), args.per_query)
     LOG.info("MDCR tables written to %s", args.output_dir)
 
 
@@ -174,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--output", type=Path, default=None, help="TSV of every (candidate subset, field)"
+    )
+    evaluate.add_argument(
+        "--per-query-output",
+        type=Path,
+        default=None,
+        help="TSV of every (candidate subset, field, query), for significance tests",
     )
     evaluate.set_defaults(handler=evaluate_command)
 
@@ -270,6 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="MODEL=PATH of `evaluate --output` TSVs, in row order",
     )
     tables.add_argument("--output-dir", required=True, type=Path)
+    tables.add_argument(
+        "--per-query",
+        nargs="+",
+        type=evaluation_pair,
+        default=[],
+        help="MODEL=PATH of `evaluate --per-query-output` TSVs (needed for --baseline)",
+    )
+    add_significance_arguments(tables)
     tables.set_defaults(handler=tables_command)
     return parser
 

@@ -42,7 +42,12 @@ MEASURES = ("map", "ndcg", "recall_5")
 ALL_CANDIDATES = "all"
 MEAN_FIELD = "AVG"
 TSV_COLUMNS = ("candidates", "field", "n_queries", *MEASURES)
+QUERY_TSV_COLUMNS = ("candidates", "field", "query_id", *MEASURES)
 VALUE_FORMAT = "%.10f"
+
+
+PerQuery = dict[tuple[str, str], dict[str, dict[str, float]]]
+"""(candidate subset, field) -> query id -> measure -> value (a fraction, not ×100)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,50 @@ def evaluate_field(
     return trec_evaluate(run, qrels, MEASURES)
 
 
+def evaluate_queries(
+    benchmark: Benchmark,
+    scores: Mapping[str, float],
+    kinds: Sequence[str] | None = None,
+    scores_path: str | os.PathLike | None = None,
+) -> PerQuery:
+    """Per-query values for every subset in ``kinds`` (default: ``all`` then each type).
+
+    Keys come in subset order, fields sorted within a subset; a field without any query in
+    a subset has no key.
+    """
+    check_scores_cover(benchmark, scores, scores_path)
+    if kinds is None:
+        kinds = [ALL_CANDIDATES, *negative_types(benchmark)]
+    per_query: PerQuery = {}
+    for kind in kinds:
+        for field_name in sorted(benchmark):
+            values = evaluate_field(benchmark[field_name], scores, kind)
+            if values:
+                per_query[(kind, field_name)] = values
+    return per_query
+
+
+def rows_of(per_query: PerQuery) -> list[Row]:
+    """The rows (values ×100) of :func:`evaluate_queries`' values: fields, then ``AVG``."""
+    rows: list[Row] = []
+    kinds = list(dict.fromkeys(kind for kind, _ in per_query))
+    for kind in kinds:
+        field_means: list[dict[str, float]] = []
+        total_queries = 0
+        for (k, field_name), values in per_query.items():
+            if k != kind:
+                continue
+            mean = mean_over_queries(values, measures=MEASURES)
+            field_means.append(mean)
+            total_queries += len(values)
+            rows.append(Row(kind, field_name, len(values), {m: 100 * mean[m] for m in MEASURES}))
+        overall = {
+            m: 100 * math.fsum(mean[m] for mean in field_means) / len(field_means) for m in MEASURES
+        }
+        rows.append(Row(kind, MEAN_FIELD, total_queries, overall))
+    return rows
+
+
 def evaluate_benchmark(
     benchmark: Benchmark,
     scores: Mapping[str, float],
@@ -94,28 +143,7 @@ def evaluate_benchmark(
 
     Within a subset, the fields come in sorted order followed by ``AVG``.
     """
-    check_scores_cover(benchmark, scores, scores_path)
-    if kinds is None:
-        kinds = [ALL_CANDIDATES, *negative_types(benchmark)]
-    rows: list[Row] = []
-    for kind in kinds:
-        field_means: list[dict[str, float]] = []
-        total_queries = 0
-        for field_name in sorted(benchmark):
-            per_query = evaluate_field(benchmark[field_name], scores, kind)
-            if not per_query:
-                continue
-            mean = mean_over_queries(per_query, measures=MEASURES)
-            field_means.append(mean)
-            total_queries += len(per_query)
-            rows.append(Row(kind, field_name, len(per_query), {m: 100 * mean[m] for m in MEASURES}))
-        if field_means:
-            overall = {
-                m: 100 * math.fsum(mean[m] for mean in field_means) / len(field_means)
-                for m in MEASURES
-            }
-            rows.append(Row(kind, MEAN_FIELD, total_queries, overall))
-    return rows
+    return rows_of(evaluate_queries(benchmark, scores, kinds, scores_path))
 
 
 def format_rows_tsv(rows: Sequence[Row]) -> str:
@@ -129,6 +157,23 @@ def format_rows_tsv(rows: Sequence[Row]) -> str:
 
 def write_rows_tsv(rows: Sequence[Row], path: str | os.PathLike) -> None:
     write_text(format_rows_tsv(rows), path)
+
+
+def format_queries_tsv(per_query: PerQuery) -> str:
+    """TSV with header :data:`QUERY_TSV_COLUMNS`: one line per (subset, field, query).
+
+    In :func:`evaluate_queries`' order, query ids sorted; values ×100 with ten decimals.
+    """
+    lines = ["\t".join(QUERY_TSV_COLUMNS)]
+    for (kind, field_name), values in per_query.items():
+        for query_id in sorted(values):
+            cells = [VALUE_FORMAT % (100 * values[query_id][m]) for m in MEASURES]
+            lines.append("\t".join([kind, field_name, query_id, *cells]))
+    return "\n".join(lines) + "\n"
+
+
+def write_queries_tsv(per_query: PerQuery, path: str | os.PathLike) -> None:
+    write_text(format_queries_tsv(per_query), path)
 
 
 def format_summary(rows: Sequence[Row]) -> str:
