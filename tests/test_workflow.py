@@ -172,22 +172,32 @@ def _jobs(stdout: str) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
-    """After the sample checkpoint, the default DAG holds the MDCR build of the test split,
-    one score and one evaluation per model (bm25, minilm, rrf), and Tables 3 and 4."""
+    """After the sample checkpoint, the default DAG holds the MDCR builds of the test and
+    validation splits (the validation build taking the test split's model types), one
+    score and one evaluation per model (bm25, minilm, rrf) and split, and Tables 3 and 4."""
     samples = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
     result = snakemake(workdir, *samples, "--cores", "2")
     assert result.returncode == 0, result.stderr[-4000:]
-    result = snakemake(workdir, "-n", "--cores", "2")
+    result = snakemake(workdir, "-n", "-p", "--cores", "2")
     assert result.returncode == 0, result.stderr
     jobs = _jobs(result.stdout)
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
-        "mdcr_build": 1,
-        "mdcr_score_bm25": 1,
-        "mdcr_score_dense": 1,
-        "mdcr_score_fusion": 1,
-        "mdcr_evaluate": 3,
+        "mdcr_build": 2,
+        "mdcr_score_bm25": 2,
+        "mdcr_score_dense": 2,
+        "mdcr_score_fusion": 2,
+        "mdcr_evaluate": 6,
         "mdcr_tables": 1,
     }
+    builds = [
+        shlex.split(line.removeprefix("Shell command: "))
+        for line in result.stdout.splitlines()
+        if line.startswith("Shell command: ") and "citeval.mdcr build" in line
+    ]
+    by_split = {words[words.index("--split") + 1]: words for words in builds}
+    assert "--model-types-from" not in by_split["test"]
+    types_from = by_split["valid"][by_split["valid"].index("--model-types-from") + 1]
+    assert types_from.endswith("mdcr/mdcr_test_report.json")
     disabled = workdir / "no-mdcr.yaml"
     disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}}))
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(disabled))

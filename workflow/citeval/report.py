@@ -4,6 +4,11 @@ Tables (TSV with full precision, Markdown rounded as in the paper; values are pe
 
 * ``table1_dataset_level`` — rows are models, columns are pool size × {MAP, NDCG, R@k};
   each value is the mean over repetitions of the mean over queries (Table 1).
+* ``table_rerank_dataset_level`` — with ``--rerank-models``: the same for those rows
+  with R@10, MRR and F1@20 added, the measures of the two reranking papers.
+
+A reranked run is named ``<first stage>><reranker>@<K>`` (``bm25>ce@100``) in the tables
+and stored under ``bm25.ce@100`` (:func:`citeval.trec.run_file_stem`).
 * ``table2_field_level_map``, ``table7_field_level_ndcg``, ``table8_field_level_recall`` —
   rows are models, columns are the fields plus AVG, the mean over fields of the mean over
   repetitions (Tables 2, 7 and 8).
@@ -53,6 +58,7 @@ from citeval.significance import (
     stratum_weights,
     table_tests,
 )
+from citeval.trec import run_file_stem
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +75,7 @@ def collections_of_test_split(results: Path, setup: str) -> list[CollectionInfo]
 
 
 def metrics_path(results: Path, setup: str, collection: CollectionInfo, model: str) -> Path:
-    return results / "metrics" / f"{setup}-test" / collection.name / f"{model}.tsv"
+    return results / "metrics" / f"{setup}-test" / collection.name / f"{run_file_stem(model)}.tsv"
 
 
 def collection_values(
@@ -220,15 +226,32 @@ FIELD_UNIT = (
 )
 
 
+TABLE1 = ("table1_dataset_level", "Table 1: dataset-level, mean over repetitions")
+RERANK_TABLE = (
+    "table_rerank_dataset_level",
+    "Reranking: dataset-level, with the measures of Nogueira et al. (MRR, F1@20) and HAtten "
+    "(R@10), mean over repetitions",
+)
+
+
+def table1_measures(cutoff: int) -> dict[str, str]:
+    return {"MAP": "map", "NDCG": "ndcg", f"R@{cutoff}": f"recall_{cutoff}"}
+
+
+def rerank_measures(cutoff: int) -> dict[str, str]:
+    return {**table1_measures(cutoff), "R@10": "recall_10", "MRR": "recip_rank", "F1@20": "f1_20"}
+
+
 def dataset_level_table(
     results: Path,
     models: Sequence[str],
-    cutoff: int,
+    measures: dict[str, str],
     output_dir: Path,
     settings: Settings | None = None,
+    table: tuple[str, str] = TABLE1,
 ) -> list[list[object]]:
-    name = "table1_dataset_level"
-    measures = {"MAP": "map", "NDCG": "ndcg", f"R@{cutoff}": f"recall_{cutoff}"}
+    """Rows are models, columns pool size × ``measures`` (label -> measure name)."""
+    name, title = table
     values = collection_values(results, "dataset", models, list(measures.values()))
     means = mean_over_reps(collection_means(values))
     groups = sorted({group for group, _ in means}, key=pool_size_of)
@@ -244,8 +267,7 @@ def dataset_level_table(
             for column, (g, m) in columns.items()
         }
         tests = table_tests(name, per_column, settings, DATASET_UNIT)
-    write_table(output_dir, name, "Table 1: dataset-level, mean over repetitions",
-                header, rows, tests)  # fmt: skip
+    write_table(output_dir, name, title, header, rows, tests)
     return rows
 
 
@@ -337,6 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", nargs="+", required=True, help="table rows, in order")
     parser.add_argument("--fields", nargs="*", default=[], help="field display names, in order")
     parser.add_argument("--cutoff", type=int, default=30, help="k of the R@k column")
+    parser.add_argument(
+        "--rerank-models",
+        nargs="*",
+        default=[],
+        help="rows of the reranking table (first stages and their reranked runs, "
+        "e.g. bm25 'bm25>ce@100'); its metrics need the cutoffs 10 and 20",
+    )
     parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
     parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
     parser.add_argument("--output-dir", required=True, type=Path)
@@ -347,7 +376,13 @@ def build_parser() -> argparse.ArgumentParser:
 def command(args: argparse.Namespace) -> None:
     settings = settings_from_args(args)
     if "dataset" in args.setups:
-        dataset_level_table(args.results, args.models, args.cutoff, args.output_dir, settings)
+        measures = table1_measures(args.cutoff)
+        dataset_level_table(args.results, args.models, measures, args.output_dir, settings)
+        if args.rerank_models:
+            measures = rerank_measures(args.cutoff)
+            dataset_level_table(
+                args.results, args.rerank_models, measures, args.output_dir, settings, RERANK_TABLE
+            )
     if "field" in args.setups:
         field_level_tables(
             args.results, args.models, args.fields, args.cutoff, args.output_dir, settings
