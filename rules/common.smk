@@ -58,6 +58,10 @@ if RERANKER:
 MODEL_LABELS = {
     name: f"{first_stage}>{RERANKER}@{k}" for name, (first_stage, k) in RERANKED_RUNS.items()
 }
+# The reranking table adds R@10 and F1@20 (Nogueira et al., HAtten) to the configured k.
+METRIC_CUTOFFS = list(
+    dict.fromkeys([*config["metrics"]["cutoffs"], *([10, 20] if RERANKER else [])])
+)
 NUM_ENCODE_SHARDS = config["encode"]["num_shards"]
 SAMPLING = config["sampling"]
 BM25 = config["bm25"]

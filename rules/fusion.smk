@@ -17,6 +17,8 @@ rule fuse:
         "../envs/core.yaml"
     log:
         f"{LOGS}/fuse/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{fusion}}.log",
+    benchmark:
+        f"{BENCHMARKS}/fuse/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{fusion}}.tsv"
     resources:
         mem_mb=1000,
         runtime=10,

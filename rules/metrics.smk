@@ -9,11 +9,13 @@ rule metrics:
         f"{RESULTS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.tsv",
     params:
         qrels=lambda wildcards, input: f"{input.samples}/qrels/{wildcards.group}.rep{wildcards.rep}.qrels",
-        cutoffs=shell_words(*config["metrics"]["cutoffs"]),
+        cutoffs=shell_words(*METRIC_CUTOFFS),
     conda:
         "../envs/core.yaml"
     log:
         f"{LOGS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.tsv"
     resources:
         mem_mb=1000,
         runtime=10,

@@ -10,7 +10,14 @@ rule report:
         f"{RESULTS}/tables/provenance.json",
     params:
         setups=shell_words(*SETUPS),
-        models=shell_words(*MODELS),
+        models=shell_words(*(MODEL_LABELS.get(model, model) for model in MODELS)),
+        rerank_models=shell_words(
+            *(
+                ["--rerank-models", *RERANK["first_stages"], *MODEL_LABELS.values()]
+                if RERANKER
+                else []
+            )
+        ),
         fields=shell_words(*config["sampling"]["field_level"]["fields"]),
         cutoff=config["metrics"]["cutoffs"][0],
         config_json=lambda wildcards: shlex.quote(json.dumps(config, sort_keys=True)),
@@ -21,11 +28,14 @@ rule report:
         "../envs/core.yaml"
     log:
         f"{LOGS}/report.log",
+    benchmark:
+        f"{BENCHMARKS}/report.tsv"
     resources:
         mem_mb=1000,
         runtime=30,
     shell:
         "python -m citeval.report --results {params.results:q} --setups {params.setups} "
-        "--models {params.models} --fields {params.fields} --cutoff {params.cutoff:q} "
+        "--models {params.models} {params.rerank_models} --fields {params.fields} "
+        "--cutoff {params.cutoff:q} "
         "--config-json {params.config_json} --inputs {input.corpus_inputs:q} {params.significance} "
         "--output-dir {params.output_dir:q} 2> {log:q}"

@@ -40,6 +40,8 @@ rule embed_ids:
         "../envs/core.yaml"
     log:
         f"{LOGS}/embed_ids.log",
+    benchmark:
+        f"{BENCHMARKS}/embed_ids.tsv"
     resources:
         mem_mb=2000,
         runtime=30,
