@@ -6,14 +6,22 @@ becomes ``[CLS] query [SEP] candidate [SEP]``; the [CLS] vector goes through one
 layer (``num_labels=1``) and a sigmoid gives p(relevant).
 
 Per-side token budgets. The paper gives 256 tokens to the query and 256 to the candidate,
-truncated separately. CrossEncoder truncates a pair jointly (``longest_first``), so a long
-query could eat the candidate's share. Each side's *text* is therefore cut first
-(:meth:`Reranker.truncate`): it is tokenized alone (no special tokens, fast-tokenizer
-offsets) and, when it has more than its budget, cut at the end character of its last kept
-token. WordPiece's greedy longest-match is prefix-stable, so the cut text tokenizes to
-exactly the kept tokens; for other tokenizers the cut text is re-tokenized and cut a token
-earlier until it fits. CrossEncoder's ``max_length`` is ``query_tokens + candidate_tokens
-+ 3`` ([CLS] and two [SEP]), a safety net that never truncates what was cut this way.
+truncated separately, in 512-token sequences. The budgets here are of the whole input, so
+``query_tokens + candidate_tokens`` is the pair's length at most (512 for the defaults,
+what BERT and SciBERT can take): the query side's budget holds [CLS], the query and its
+[SEP]; the candidate side's holds the candidate and the final [SEP]. With a BERT tokenizer
+the query text keeps at most ``query_tokens - 2`` tokens and the candidate text
+``candidate_tokens - 1`` (other tokenizers: the query side pays for every special token
+but the last, from ``tokenizer.num_special_tokens_to_add(pair=True)``).
+
+CrossEncoder truncates a pair jointly (``longest_first``), so a long query could eat the
+candidate's share. Each side's *text* is therefore cut first (:meth:`Reranker.truncate`):
+it is tokenized alone (no special tokens, fast-tokenizer offsets) and, when it has more
+tokens than its share, cut at the end character of its last kept token. WordPiece's
+greedy longest-match is prefix-stable, so the cut text tokenizes to exactly the kept
+tokens; for other tokenizers the cut text is re-tokenized and cut a token earlier until it
+fits. CrossEncoder's ``max_length`` is ``query_tokens + candidate_tokens``, a safety net
+that never truncates what was cut this way.
 
 Loading. A base model is an HF id, a local folder or ``package:<module>``
 (:func:`citeval.models.resolve_model_path`); a sentence-transformers folder is read from its
@@ -46,15 +54,13 @@ LOG = logging.getLogger(__name__)
 DEFAULT_QUERY_TOKENS = 256
 DEFAULT_CANDIDATE_TOKENS = 256
 DEFAULT_BATCH_SIZE = 32
-# [CLS] query [SEP] candidate [SEP]
-SPECIAL_TOKENS_IN_PAIR = 3
 # Texts per tokenizer call when cutting to a budget.
 TOKENIZE_BATCH = 1024
 
 
 def pair_max_length(query_tokens: int, candidate_tokens: int) -> int:
-    """CrossEncoder's ``max_length`` for the two budgets: the whole pair fits."""
-    return query_tokens + candidate_tokens + SPECIAL_TOKENS_IN_PAIR
+    """CrossEncoder's ``max_length`` for the two budgets: the whole pair, special tokens in."""
+    return query_tokens + candidate_tokens
 
 
 def load_cross_encoder(
@@ -73,9 +79,6 @@ def load_cross_encoder(
     from sentence_transformers import CrossEncoder
     from sentence_transformers.base.modules import Transformer
 
-    for name, value in (("query_tokens", query_tokens), ("candidate_tokens", candidate_tokens)):
-        if value < 1:
-            raise CitevalError(f"{name} must be >= 1, got {value}")
     folder = transformer_dir(resolve_model_path(path))
     config_kwargs: dict[str, Any] = {"num_labels": 1}
     if dropout is not None:
@@ -95,10 +98,10 @@ def load_cross_encoder(
     positions = getattr(model.model.config, "max_position_embeddings", None)
     if positions is not None and max_length > positions:
         raise CitevalError(
-            f"query_tokens + candidate_tokens + 3 = {max_length} exceeds the model's "
+            f"query_tokens + candidate_tokens = {max_length} exceeds the model's "
             f"{positions} positions ({path})"
         )
-    model.max_length = max_length
+    model.max_seq_length = max_length
     return model
 
 
@@ -135,6 +138,16 @@ class Reranker:
         if not getattr(self.tokenizer, "is_fast", False):
             raise CitevalError(f"{path}: the reranker needs a fast tokenizer (character offsets)")
         self.sep = self.tokenizer.sep_token or " "
+        specials = int(self.tokenizer.num_special_tokens_to_add(pair=True))
+        self.specials = specials
+        # The final special token counts against the candidate, the others the query.
+        self.query_text_tokens = query_tokens - max(specials - 1, 0)
+        self.candidate_text_tokens = candidate_tokens - min(specials, 1)
+        if self.query_text_tokens < 1 or self.candidate_text_tokens < 1:
+            raise CitevalError(
+                f"query_tokens={query_tokens} and candidate_tokens={candidate_tokens} leave no "
+                f"room for text next to the {specials} special tokens of a pair"
+            )
         self.pairs_scored = 0
         self._cut: dict[tuple[str, int], tuple[str, int]] = {}
 
@@ -182,12 +195,12 @@ class Reranker:
         self, queries: Sequence[str], candidates: Sequence[str]
     ) -> tuple[list[tuple[str, str]], np.ndarray]:
         """Cut each side to its budget; return the text pairs and their token lengths."""
-        query_texts, query_counts = self.truncate(queries, self.query_tokens)
-        candidate_texts, candidate_counts = self.truncate(candidates, self.candidate_tokens)
+        query_texts, query_counts = self.truncate(queries, self.query_text_tokens)
+        candidate_texts, candidate_counts = self.truncate(candidates, self.candidate_text_tokens)
         lengths = (
             np.asarray(query_counts, dtype=np.int64)
             + np.asarray(candidate_counts, dtype=np.int64)
-            + SPECIAL_TOKENS_IN_PAIR
+            + self.specials
         )
         return list(zip(query_texts, candidate_texts, strict=True)), lengths
 
