@@ -155,8 +155,10 @@ class Reranker:
         """A paper's side of the pair: ``title + sep_token + abstract``."""
         return build_text(title, abstract, self.sep)
 
-    def _count(self, texts: Sequence[str]) -> list[int]:
-        encoding = self.tokenizer(list(texts), add_special_tokens=False)
+    def _count(self, texts: Sequence[str], limit: int) -> list[int]:
+        encoding = self.tokenizer(
+            list(texts), add_special_tokens=False, truncation=True, max_length=limit + 1
+        )
         return [len(ids) for ids in encoding["input_ids"]]
 
     def truncate(self, texts: Sequence[str], budget: int) -> tuple[list[str], list[int]]:
@@ -168,7 +170,14 @@ class Reranker:
         todo = sorted({t for t in texts if (t, budget) not in self._cut})
         for start in range(0, len(todo), TOKENIZE_BATCH):
             part = todo[start : start + TOKENIZE_BATCH]
-            encoding = self.tokenizer(part, add_special_tokens=False, return_offsets_mapping=True)
+            # One token past the budget tells whether the text must be cut.
+            encoding = self.tokenizer(
+                part,
+                add_special_tokens=False,
+                return_offsets_mapping=True,
+                truncation=True,
+                max_length=budget + 1,
+            )
             for text, ids, offsets in zip(
                 part, encoding["input_ids"], encoding["offset_mapping"], strict=True
             ):
@@ -185,7 +194,7 @@ class Reranker:
         keep = budget
         while keep > 0:
             cut = text[: int(offsets[keep - 1][1])]
-            count = self._count([cut])[0]
+            count = self._count([cut], budget)[0]
             if count <= budget:
                 return cut, count
             keep -= 1  # not prefix-stable (not WordPiece): one token earlier
