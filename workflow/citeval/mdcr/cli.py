@@ -252,9 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--benchmark", required=True, type=Path, help="mdcr_<split>.json")
     score.add_argument("--data", required=True, type=Path, help="mdcr_<split>_data.jsonl")
     score.add_argument("--model", required=True, help="model name (for the log and the spec)")
-    score.add_argument(
-        "--kind", required=True, choices=["bm25", "dense", "rrf", "cross-encoder"]
-    )
+    score.add_argument("--kind", required=True, choices=["bm25", "dense", "rrf", "cross-encoder"])
     score.add_argument("--output", required=True, type=Path, help="scores JSON to write")
     score.add_argument("--params-json", type=Path, default=None, help="bm25: tuned k1 and b")
     score.add_argument("--k1", type=float, default=None, help="bm25: k1 (default 0.9)")
@@ -275,9 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model-dir", type=Path, default=None, help="cross-encoder: trained reranker folder"
     )
     score.add_argument("--query-tokens", type=positive_int, default=256, help="cross-encoder")
-    score.add_argument(
-        "--candidate-tokens", type=positive_int, default=256, help="cross-encoder"
-    )
+    score.add_argument("--candidate-tokens", type=positive_int, default=256, help="cross-encoder")
     score.add_argument("--batch-size", type=positive_int, default=32, help="cross-encoder")
     score.add_argument("--inputs", type=Path, nargs="+", default=None, help="rrf: scores files")
     score.add_argument("--k", type=positive_int, default=60, help="rrf: constant k (default 60)")
