@@ -78,7 +78,9 @@ def test_budgets_above_the_models_positions_are_refused(tiny_bert_dir: Path) -> 
 def test_scores_come_back_in_input_order_whatever_the_batching(small: Reranker) -> None:
     queries = ["cell " * n for n in (1, 9, 3, 7, 2, 5)]
     candidates = ["graph " * n for n in (4, 1, 8, 2, 6, 3)]
-    one_by_one = np.array([small.score([q], [c])[0] for q, c in zip(queries, candidates)])
+    one_by_one = np.array(
+        [small.score([q], [c])[0] for q, c in zip(queries, candidates, strict=True)]
+    )
     small.batch_size = 4
     before = small.pairs_scored
     together = small.score(queries, candidates)

@@ -136,7 +136,8 @@ def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
     with caplog.at_level(logging.INFO):
         assert train(pairs, texts, settings, tmp_path / "a", device="cpu") == {}
         argv = ["train", "--run", str(run), "--qrels", str(qrels), "--papers", str(papers),
-                "--base-model", str(tiny_bert_dir), "--output-dir", str(tmp_path / "a")]  # fmt: skip
+                "--base-model", str(tiny_bert_dir),
+                "--output-dir", str(tmp_path / "a")]  # fmt: skip
         assert main(argv) == 0
     assert "nothing to do" in caplog.text
     assert (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns == stamp
