@@ -272,12 +272,20 @@ def plot(rows: Sequence[Row], path: str | os.PathLike, title: str) -> None:
                 [base[0].total_seconds], [base[0].recall], marker="s", color=color, markersize=8
             )
     left.set_xscale("log")
+    ks = sorted({r.k for r in rows if r.k > 0})
+    if ks:
+        from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+        left.xaxis.set_major_locator(FixedLocator(ks))
+        left.xaxis.set_major_formatter(ScalarFormatter())
+        left.xaxis.set_minor_locator(NullLocator())
     left.set_xlabel("K (candidates reranked, log scale)")
     left.set_ylabel("R@10")
-    left.set_title("R@10 against rerank depth K")
+    left.set_title("R@10 against rerank depth K (dashed: first stage alone)")
     left.grid(True, which="both", alpha=0.3)
     left.legend(fontsize=8)
     right.set_xscale("log")
+    right.margins(x=0.12)
     right.set_xlabel("total time per query (s, first stage + rerank; log scale)")
     right.set_ylabel("R@10")
     right.set_title("R@10 against time (square: first stage alone)")
