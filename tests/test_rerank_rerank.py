@@ -182,3 +182,16 @@ def test_a_candidate_outside_the_corpus_is_located(files: tuple[Path, Path], tmp
         str(run_path), line, "docid"
     )  # fmt: skip
     assert "'ghost'" in str(error.value)
+
+
+def test_chunks_of_queries_give_the_same_scores(model_dir: Path) -> None:
+    from citeval.rerank.rerank import score_pairs
+
+    run = {q: [(d, 0.0) for d in docs] for q, docs in RUN.items()}
+    texts = {**DOCS, **QUERY_TEXTS}
+    whole = score_pairs(run, texts, _reranker(model_dir), depth=6)
+    chunked_reranker = _reranker(model_dir)
+    chunked = score_pairs(run, texts, chunked_reranker, depth=6, chunk_pairs=4)
+    assert chunked_reranker.pairs_scored == 6 + 6 + 5
+    for qid in RUN:
+        np.testing.assert_allclose(chunked[qid], whole[qid], rtol=1e-5, atol=1e-7)

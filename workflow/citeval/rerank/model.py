@@ -200,6 +200,10 @@ class Reranker:
             keep -= 1  # not prefix-stable (not WordPiece): one token earlier
         return "", 0
 
+    def clear_cache(self) -> None:
+        """Forget the cut texts (reranking clears it between chunks of queries)."""
+        self._cut.clear()
+
     def prepare(
         self, queries: Sequence[str], candidates: Sequence[str]
     ) -> tuple[list[tuple[str, str]], np.ndarray]:

@@ -50,6 +50,9 @@ LOG = logging.getLogger(__name__)
 
 Ranked = dict[str, list[tuple[str, float]]]
 
+# Pairs scored per chunk of queries (bounds the texts and scores held at once).
+CHUNK_PAIRS = 65_536
+
 
 def check_ks(run: Ranked, ks: Sequence[int], run_path: str | os.PathLike) -> None:
     """Every K must be at least 1 and at most the run's longest list."""
@@ -64,23 +67,40 @@ def check_ks(run: Ranked, ks: Sequence[int], run_path: str | os.PathLike) -> Non
             )
 
 
-def score_pairs(run: Ranked, texts: Texts, reranker: Any, depth: int) -> dict[str, np.ndarray]:
-    """Cross-encoder scores of each query's top ``depth`` candidates, each pair once."""
+def score_pairs(
+    run: Ranked, texts: Texts, reranker: Any, depth: int, chunk_pairs: int = CHUNK_PAIRS
+) -> dict[str, np.ndarray]:
+    """Cross-encoder scores of each query's top ``depth`` candidates, each pair once.
+
+    Queries are scored in chunks of about ``chunk_pairs`` pairs (each chunk sorted by
+    length inside :meth:`Reranker.score`), so memory stays bounded on deep runs.
+    """
     from tqdm import tqdm
 
     qids = sorted(run)
-    queries: list[str] = []
-    candidates: list[str] = []
-    bounds = [0]
-    for qid in qids:
-        query_text = reranker.text(*texts[qid])
-        top = run[qid][:depth]
-        queries.extend([query_text] * len(top))
-        candidates.extend(reranker.text(*texts[doc]) for doc, _ in top)
-        bounds.append(len(queries))
-    with tqdm(total=len(queries), unit="pair", desc="rerank", mininterval=5.0) as bar:
-        scores = reranker.score(queries, candidates, progress=bar)
-    return {qid: scores[bounds[i] : bounds[i + 1]] for i, qid in enumerate(qids)}
+    total = sum(min(depth, len(run[qid])) for qid in qids)
+    result: dict[str, np.ndarray] = {}
+    with tqdm(total=total, unit="pair", desc="rerank", mininterval=5.0) as bar:
+        chunk: list[str] = []
+        for position, qid in enumerate(qids):
+            chunk.append(qid)
+            size = sum(min(depth, len(run[q])) for q in chunk)
+            if size >= chunk_pairs or position == len(qids) - 1:
+                queries: list[str] = []
+                candidates: list[str] = []
+                bounds = [0]
+                for member in chunk:
+                    query_text = reranker.text(*texts[member])
+                    top = run[member][:depth]
+                    queries.extend([query_text] * len(top))
+                    candidates.extend(reranker.text(*texts[doc]) for doc, _ in top)
+                    bounds.append(len(queries))
+                scores = reranker.score(queries, candidates, progress=bar)
+                for i, member in enumerate(chunk):
+                    result[member] = scores[bounds[i] : bounds[i + 1]]
+                reranker.clear_cache()
+                chunk = []
+    return result
 
 
 def rerank_list(
