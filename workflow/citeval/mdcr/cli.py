@@ -30,6 +30,9 @@ in the published files (see docs/mdcr.md).
         [--embeddings results/demo/embeddings/minilm] --output scores/minilm.json
     python -m citeval.mdcr score ... --model rrf --kind rrf --inputs a.json b.json --k 60 \
         --output scores/rrf.json
+    python -m citeval.mdcr score ... --model ce --kind cross-encoder --model-dir OUT/model \
+        [--query-tokens 256 --candidate-tokens 256 --batch-size 32 --device auto] \
+        --output scores/ce.json
 
 writes every pair's score in the published scores format (see citeval.mdcr.score).
 
@@ -145,6 +148,22 @@ def score_command(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
         spec = ModelSpec.from_config(args.model, entry)
         scores = score.score_dense(benchmark, papers, spec, args.embeddings, args.device)
+    elif args.kind == "cross-encoder":
+        import torch
+
+        from citeval.rerank.model import Reranker
+
+        if args.model_dir is None:
+            raise ConfigError("--kind cross-encoder needs --model-dir")
+        torch.set_num_threads(args.threads)
+        reranker = Reranker(
+            str(args.model_dir),
+            query_tokens=args.query_tokens,
+            candidate_tokens=args.candidate_tokens,
+            batch_size=args.batch_size,
+            device=args.device,
+        )
+        scores = score.cross_encoder_scores(benchmark, papers, reranker)
     else:
         if not args.inputs or len(args.inputs) < 2:
             raise ConfigError("--kind rrf needs --inputs with at least 2 scores files")
@@ -258,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--benchmark", required=True, type=Path, help="mdcr_<split>.json")
     score.add_argument("--data", required=True, type=Path, help="mdcr_<split>_data.jsonl")
     score.add_argument("--model", required=True, help="model name (for the log and the spec)")
-    score.add_argument("--kind", required=True, choices=["bm25", "dense", "rrf"])
+    score.add_argument("--kind", required=True, choices=["bm25", "dense", "rrf", "cross-encoder"])
     score.add_argument("--output", required=True, type=Path, help="scores JSON to write")
     score.add_argument("--params-json", type=Path, default=None, help="bm25: tuned k1 and b")
     score.add_argument("--k1", type=float, default=None, help="bm25: k1 (default 0.9)")
@@ -275,6 +294,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="dense: embedding store whose vectors are reused (others are encoded)",
     )
     score.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    score.add_argument(
+        "--model-dir", type=Path, default=None, help="cross-encoder: trained reranker folder"
+    )
+    score.add_argument("--query-tokens", type=positive_int, default=256, help="cross-encoder")
+    score.add_argument("--candidate-tokens", type=positive_int, default=256, help="cross-encoder")
+    score.add_argument("--batch-size", type=positive_int, default=32, help="cross-encoder")
     score.add_argument("--inputs", type=Path, nargs="+", default=None, help="rrf: scores files")
     score.add_argument("--k", type=positive_int, default=60, help="rrf: constant k (default 60)")
     score.add_argument("--threads", type=positive_int, default=1)

@@ -28,6 +28,10 @@ more relevant. Three kinds of model:
   candidate list, by :func:`citeval.fusion.reciprocal_rank_fusion`: every input ranks
   all of a query's candidates (trec_eval's order: score descending, id descending), so a
   candidate BM25 scores 0 still takes its place at the end of BM25's list.
+* **cross-encoder.** A trained reranker (``citeval.rerank train``'s model folder) scores
+  every pair from the data file's texts: the query paper as sequence A, the candidate as
+  sequence B, each ``title [SEP] abstract`` cut to its own token budget
+  (:mod:`citeval.rerank.model`); the score is p(relevant).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from citeval.mdcr.formats import Benchmark, Paper, Scores, check_scores_cover, s
 
 LOG = logging.getLogger(__name__)
 
-KINDS = ("bm25", "dense", "rrf")
+KINDS = ("bm25", "dense", "rrf", "cross-encoder")
 BM25_BATCH = 64
 
 
@@ -286,3 +290,27 @@ def rrf_scores(benchmark: Benchmark, inputs: Sequence[Mapping[str, float]], k: f
     ]
     fused = reciprocal_rank_fusion(runs, k=k)
     return {score_key(q, c): fused[q][c] for q, candidates in pairs.items() for c in candidates}
+
+
+# --- cross-encoder -----------------------------------------------------------------------
+
+
+def cross_encoder_scores(benchmark: Benchmark, papers: Mapping[str, Paper], reranker) -> Scores:
+    """p(relevant) of every pair by a :class:`citeval.rerank.model.Reranker`."""
+    from tqdm import tqdm
+
+    pairs = query_candidates(benchmark)
+    keys: list[str] = []
+    queries: list[str] = []
+    candidates: list[str] = []
+    for query_id in sorted(pairs):
+        query = papers[query_id]
+        query_text = reranker.text(query.title, query.abstract)
+        for candidate_id in pairs[query_id]:
+            candidate = papers[candidate_id]
+            keys.append(score_key(query_id, candidate_id))
+            queries.append(query_text)
+            candidates.append(reranker.text(candidate.title, candidate.abstract))
+    with tqdm(total=len(keys), unit="pair", desc="cross-encoder", mininterval=5.0) as bar:
+        values = reranker.score(queries, candidates, progress=bar)
+    return {key: float(value) for key, value in zip(keys, values, strict=True)}

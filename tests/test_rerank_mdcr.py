@@ -1,0 +1,80 @@
+"""MDCR scores from a trained cross-encoder: every benchmark pair, published format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from citeval.mdcr.cli import main
+from citeval.mdcr.evaluate import evaluate_benchmark, format_summary
+from citeval.mdcr.formats import (
+    Paper,
+    iter_pairs,
+    read_scores,
+    score_key,
+    write_benchmark,
+    write_data,
+)
+from citeval.rerank.model import Reranker, load_cross_encoder
+
+BENCHMARK = {
+    "Biology": {
+        "q1": {"true": ["c1", "c2"], "bm25": ["c3"], "random": ["c4"]},
+        "q2": {"true": ["c4"], "bm25": ["c1", "c3"], "random": []},
+    },
+    "Computer Science": {"q3": {"true": ["c5"], "bm25": ["c6"], "random": ["c2"]}},
+}
+TEXTS = {
+    "q1": ("Protein folding", "We study folding of small proteins in water."),
+    "q2": ("Gene networks", "Regulatory networks of genes in yeast cells."),
+    "q3": ("Graph neural networks", "Message passing neural networks on large graphs."),
+    "c1": ("Folding of proteins", "Kinetics of protein folding."),
+    "c2": ("Small proteins", "Small proteins fold fast."),
+    "c3": ("Water structure", "The structure of liquid water."),
+    "c4": ("Yeast cells", "Cell division in yeast."),
+    "c5": ("Neural message passing", "Message passing on graphs."),
+    "c6": ("", ""),
+}
+
+
+def test_cross_encoder_scores_every_pair_and_round_trips_through_evaluate(
+    tiny_bert_dir: Path, tmp_path: Path, capsys
+) -> None:
+    torch.manual_seed(5)
+    load_cross_encoder(str(tiny_bert_dir), query_tokens=32, candidate_tokens=32).save(
+        str(tmp_path / "ce")
+    )
+    benchmark, data = tmp_path / "mdcr_test.json", tmp_path / "mdcr_test_data.jsonl"
+    write_benchmark(BENCHMARK, benchmark)
+    write_data([Paper(p, t, a) for p, (t, a) in TEXTS.items()], data)
+    output = tmp_path / "scores" / "ce.json"
+    argv = ["score", "--benchmark", str(benchmark), "--data", str(data), "--model", "ce",
+            "--kind", "cross-encoder", "--model-dir", str(tmp_path / "ce"),
+            "--query-tokens", "32", "--candidate-tokens", "32", "--batch-size", "4",
+            "--device", "cpu", "--output", str(output)]  # fmt: skip
+    assert main(argv) == 0
+    scores = read_scores(output)
+    assert set(scores) == {score_key(q, c) for q, c in iter_pairs(BENCHMARK)}
+    # The same p(relevant) as the reranker gives each pair.
+    reranker = Reranker(str(tmp_path / "ce"), query_tokens=32, candidate_tokens=32, device="cpu")
+    keys = sorted(scores)
+    pairs = [key.split("_") for key in keys]
+    expected = reranker.score(
+        [reranker.text(*TEXTS[q]) for q, _ in pairs], [reranker.text(*TEXTS[c]) for _, c in pairs]
+    )
+    np.testing.assert_allclose([scores[k] for k in keys], expected, rtol=1e-5)
+    capsys.readouterr()
+    assert main(["evaluate", "--benchmark", str(benchmark), "--scores", str(output)]) == 0
+    assert capsys.readouterr().out == format_summary(evaluate_benchmark(BENCHMARK, scores))
+
+
+def test_cross_encoder_kind_needs_a_model_dir(tmp_path: Path, capsys) -> None:
+    benchmark, data = tmp_path / "mdcr_test.json", tmp_path / "mdcr_test_data.jsonl"
+    write_benchmark(BENCHMARK, benchmark)
+    write_data([Paper(p, t, a) for p, (t, a) in TEXTS.items()], data)
+    argv = ["score", "--benchmark", str(benchmark), "--data", str(data), "--model", "ce",
+            "--kind", "cross-encoder", "--output", str(tmp_path / "ce.json")]  # fmt: skip
+    assert main(argv) == 2
+    assert "--model-dir" in capsys.readouterr().err

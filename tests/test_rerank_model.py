@@ -1,0 +1,98 @@
+"""The cross-encoder's per-side token budgets, loading and length-sorted scoring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from citeval.errors import CitevalError
+from citeval.rerank.model import Reranker, load_cross_encoder
+
+
+@pytest.fixture(scope="module")
+def small(tiny_bert_dir: Path) -> Reranker:
+    torch.manual_seed(0)
+    return Reranker(str(tiny_bert_dir), query_tokens=8, candidate_tokens=8, device="cpu")
+
+
+def _sides(reranker: Reranker, query: str, candidate: str) -> tuple[list[int], list[int]]:
+    """The token ids of the query and candidate segments of the model's input."""
+    features = reranker.features([query], [candidate])
+    ids = features["input_ids"][0][features["attention_mask"][0].bool()].tolist()
+    tokenizer = reranker.tokenizer
+    assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
+    types = features["token_type_ids"][0][: len(ids)].tolist()
+    first = types.index(1)
+    return ids[1 : first - 1], ids[first:-1]
+
+
+def test_small_budgets_keep_exact_token_counts_on_each_side(small: Reranker) -> None:
+    long_query = "cell " * 50
+    long_candidate = "graph " * 50
+    query, candidate = _sides(small, long_query, long_candidate)
+    # 8 + 8 tokens in all: [CLS] + 6 query tokens + [SEP] | 7 candidate tokens + [SEP].
+    assert len(query) == 6 and len(candidate) == 7
+    cell, graph = small.tokenizer.convert_tokens_to_ids(["cell", "graph"])
+    assert query == [cell] * 6 and candidate == [graph] * 7
+    features = small.features([long_query], [long_candidate])
+    assert int(features["attention_mask"].sum()) == 16
+
+
+def test_a_long_query_never_pushes_the_candidate_out(small: Reranker) -> None:
+    query, candidate = _sides(small, "protein " * 500, "gene cell")
+    assert len(query) == 6
+    assert small.tokenizer.convert_ids_to_tokens(candidate) == ["gene", "cell"]
+    # A short query leaves its unused share unused: the candidate keeps its own budget.
+    query, candidate = _sides(small, "gene", "cell " * 100)
+    assert len(query) == 1 and len(candidate) == 7
+
+
+def test_a_cut_inside_a_word_keeps_exactly_the_budget(small: Reranker) -> None:
+    # Unknown words split into single-letter word pieces; the cut falls mid-word.
+    query, candidate = _sides(small, "zyxwvutsrq " * 3, "qwertyuiop")
+    assert len(query) == 6 and len(candidate) == 7
+    alone = small.tokenizer("zyxwvutsrq", add_special_tokens=False)["input_ids"]
+    assert query == alone[:6]
+
+
+def test_the_paper_budgets_keep_both_sides_of_long_papers(tiny_bert_dir: Path) -> None:
+    reranker = Reranker(str(tiny_bert_dir), device="cpu")  # 256 + 256
+    title, abstract = "graph neural networks", "message passing " * 400
+    query, candidate = _sides(
+        reranker, reranker.text(title, abstract), reranker.text("cell science", "cells " * 400)
+    )
+    assert len(query) == 254 and len(candidate) == 255
+    tokens = reranker.tokenizer.convert_ids_to_tokens(candidate)
+    # title [SEP] abstract: the candidate's title and separator are there.
+    assert tokens[:3] == ["cell", "science", "[SEP]"]
+
+
+def test_budgets_above_the_models_positions_are_refused(tiny_bert_dir: Path) -> None:
+    with pytest.raises(CitevalError, match="exceeds the model's 512 positions"):
+        load_cross_encoder(str(tiny_bert_dir), query_tokens=300, candidate_tokens=300)
+
+
+def test_scores_come_back_in_input_order_whatever_the_batching(small: Reranker) -> None:
+    queries = ["cell " * n for n in (1, 9, 3, 7, 2, 5)]
+    candidates = ["graph " * n for n in (4, 1, 8, 2, 6, 3)]
+    one_by_one = np.array(
+        [small.score([q], [c])[0] for q, c in zip(queries, candidates, strict=True)]
+    )
+    small.batch_size = 4
+    before = small.pairs_scored
+    together = small.score(queries, candidates)
+    assert small.pairs_scored - before == len(queries)
+    np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-6)
+    assert np.all((together > 0) & (together < 1))  # p(relevant): a sigmoid
+
+
+def test_a_saved_model_loads_back_with_the_same_scores(
+    small: Reranker, tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    small.model.save(str(tmp_path / "ce"))
+    loaded = Reranker(str(tmp_path / "ce"), query_tokens=8, candidate_tokens=8, device="cpu")
+    pairs = (["cell graph", "the model"], ["graph", "protein model"])
+    np.testing.assert_allclose(loaded.score(*pairs), small.score(*pairs), rtol=1e-6)

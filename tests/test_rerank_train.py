@@ -1,0 +1,199 @@
+"""Training the cross-encoder: pairs, learning, determinism, resumption, bad input."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rerank_builder import write_papers, write_qrels, write_ranked_run
+
+from citeval.errors import InputDataError
+from citeval.rerank.cli import main
+from citeval.rerank.model import Reranker
+from citeval.rerank.train import (
+    FINAL_DIR,
+    TRAINING_JSON,
+    Pair,
+    TrainSettings,
+    build_pairs,
+    load_training_data,
+    train,
+)
+
+# A separable toy task: cited candidates are about citations, the others about physics.
+QUERIES = {f"q{i}": (f"query {i} paper", "we study a new method") for i in range(6)}
+POSITIVES = {f"p{i}": ("citation recommendation", "citation retrieval of papers") for i in range(6)}
+NEGATIVES = {f"n{i}": ("quantum matter", "energy of quantum physics theory") for i in range(12)}
+TEXTS = {**QUERIES, **POSITIVES, **NEGATIVES}
+
+
+def _run_and_qrels() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    run, qrels = {}, {}
+    for i in range(6):
+        positives = [f"p{i}", f"p{(i + 1) % 6}"]
+        negatives = [f"n{(i + j) % 12}" for j in range(6)]
+        run[f"q{i}"] = [negatives[0], positives[0], *negatives[1:4], positives[1], *negatives[4:]]
+        qrels[f"q{i}"] = positives
+    return run, qrels
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
+    run, qrels = _run_and_qrels()
+    return (
+        write_ranked_run(tmp_path / "train.trec", run),
+        write_qrels(tmp_path / "train.qrels", qrels),
+        write_papers(tmp_path / "papers", TEXTS),
+    )
+
+
+def _settings(tiny_bert_dir: Path, **changes) -> TrainSettings:
+    values = dict(
+        base_model=str(tiny_bert_dir),
+        lr=2e-3,
+        warmup_steps=2,
+        batch_size=16,
+        epochs=1,
+        query_tokens=12,
+        candidate_tokens=12,
+        dropout=0.1,
+    )
+    return TrainSettings(**{**values, **changes})
+
+
+def _weights(model_dir: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file
+
+    return load_file(str(model_dir / "model.safetensors"))
+
+
+def test_pairs_are_the_top_of_each_run_labelled_by_qrels_each_once(tmp_path: Path) -> None:
+    run_a = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d4", 1.0)]}
+    run_b = {"q1": [("d2", 5.0), ("d5", 4.0)]}
+    qrels_a = {"q1": {"d2": 1, "d3": 1}}
+    qrels_b = {"q1": {"d5": 0}}
+    pairs = build_pairs([("a", run_a), ("b", run_b)], [qrels_a, qrels_b], top=2)
+    assert pairs == [
+        Pair("q1", "d1", 0),
+        Pair("q1", "d2", 1),  # in both runs, taken once; positive by run a's qrels
+        Pair("q1", "d5", 0),  # rel 0 is not cited
+        Pair("q2", "d4", 0),
+    ]
+
+
+def test_training_learns_a_separable_toy_task(
+    tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    run, qrels, papers = inputs
+    pairs, texts = load_training_data([run], [qrels], papers, top=10)
+    assert len(pairs) == 48 and sum(p.label for p in pairs) == 12  # not rebalanced
+    settings = _settings(tiny_bert_dir, lr=1e-2, epochs=8)
+    record = train(pairs, texts, settings, tmp_path / "out", device="cpu", logging_steps=3)
+    losses = [row["loss"] for row in record["losses"]]
+    assert record["steps"] == 24 and len(losses) == 8
+    assert losses[-1] < 0.5 * losses[0]
+
+    def accuracy(reranker: Reranker) -> float:
+        scores = reranker.score(
+            [reranker.text(*texts[p.query_id]) for p in pairs],
+            [reranker.text(*texts[p.candidate_id]) for p in pairs],
+        )
+        return float(np.mean((scores > 0.5) == np.array([p.label for p in pairs], bool)))
+
+    import torch
+
+    torch.manual_seed(settings.seed)
+    before = accuracy(Reranker(str(tiny_bert_dir), query_tokens=12, candidate_tokens=12))
+    after = accuracy(Reranker(str(tmp_path / "out" / FINAL_DIR), query_tokens=12,
+                              candidate_tokens=12))  # fmt: skip
+    assert after == 1.0 and after > before
+    saved = json.loads((tmp_path / "out" / FINAL_DIR / TRAINING_JSON).read_text())
+    assert saved["pairs"] == 48 and saved["positives"] == 12 and saved["steps"] == 24
+    assert saved["settings"]["lr"] == 1e-2 and saved["seconds"] > 0
+
+
+def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
+    tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path, caplog
+) -> None:
+    run, qrels, papers = inputs
+    pairs, texts = load_training_data([run], [qrels], papers, top=10)
+    settings = _settings(tiny_bert_dir, max_steps=3)
+    for name in ("a", "b"):
+        train(pairs, texts, settings, tmp_path / name, device="cpu")
+    first, second = _weights(tmp_path / "a" / FINAL_DIR), _weights(tmp_path / "b" / FINAL_DIR)
+    assert first.keys() == second.keys()
+    assert all(np.array_equal(first[key], second[key]) for key in first)
+    other = train(pairs, texts, _settings(tiny_bert_dir, max_steps=3, seed=99), tmp_path / "c")
+    assert not np.array_equal(
+        _weights(tmp_path / "c" / FINAL_DIR)["classifier.weight"], first["classifier.weight"]
+    )
+    assert other["steps"] == 3
+
+    stamp = (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns
+    with caplog.at_level(logging.INFO):
+        assert train(pairs, texts, settings, tmp_path / "a", device="cpu") == {}
+        argv = ["train", "--run", str(run), "--qrels", str(qrels), "--papers", str(papers),
+                "--base-model", str(tiny_bert_dir),
+                "--output-dir", str(tmp_path / "a")]  # fmt: skip
+        assert main(argv) == 0
+    assert "nothing to do" in caplog.text
+    assert (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns == stamp
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint(
+    tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    run, qrels, papers = inputs
+    pairs, texts = load_training_data([run], [qrels], papers, top=10)
+    settings = _settings(tiny_bert_dir, max_steps=6)
+    whole = train(pairs, texts, settings, tmp_path / "whole", device="cpu", save_steps=2,
+                  logging_steps=1)  # fmt: skip
+
+    class Killed(Exception):
+        pass
+
+    def die_at_step_5(step: int, loss: float) -> None:
+        if step == 5:
+            raise Killed
+
+    out = tmp_path / "cut"
+    with pytest.raises(Killed):
+        train(pairs, texts, settings, out, device="cpu", save_steps=2, logging_steps=1,
+              on_step=die_at_step_5)  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint-4"]  # only the latest kept
+    resumed = train(pairs, texts, settings, out, device="cpu", save_steps=2, logging_steps=1)
+    assert resumed["resumed_from"].endswith("checkpoint-4")
+    assert resumed["losses"] == whole["losses"]
+    first, second = _weights(tmp_path / "whole" / FINAL_DIR), _weights(out / FINAL_DIR)
+    assert all(np.array_equal(first[key], second[key]) for key in first)
+    assert sorted(p.name for p in out.iterdir()) == [FINAL_DIR]  # checkpoints cleared
+
+
+def test_a_run_naming_a_paper_outside_the_corpus_is_located(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    run, qrels, papers = inputs
+    lines = run.read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace(lines[3].split()[2], "ghost")
+    run.write_text("".join(lines))
+    with pytest.raises(InputDataError) as error:
+        load_training_data([run], [qrels], papers, top=10)
+    assert error.value.path == str(run) and error.value.line == 4
+    assert error.value.field == "docid" and "'ghost'" in str(error.value)
+
+
+def test_no_positive_pairs_and_empty_runs_are_refused(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    run, _, papers = inputs
+    no_hits = write_qrels(tmp_path / "none.qrels", {"q0": ["n11-not-retrieved"]})
+    with pytest.raises(InputDataError, match="no positive pair"):
+        load_training_data([run], [no_hits], papers, top=10)
+    empty = tmp_path / "empty.trec"
+    empty.write_text("")
+    with pytest.raises(InputDataError, match="the run has no queries") as error:
+        load_training_data([empty], [no_hits], papers, top=10)
+    assert error.value.path == str(empty)

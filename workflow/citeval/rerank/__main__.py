@@ -1,0 +1,5 @@
+import sys
+
+from citeval.rerank.cli import main
+
+sys.exit(main())

