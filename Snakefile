@@ -23,6 +23,13 @@ include: "rules/index.smk"
 include: "rules/fusion.smk"
 include: "rules/metrics.smk"
 include: "rules/mdcr.smk"
+
+
+if RERANKER:
+
+    include: "rules/rerank.smk"
+
+
 include: "rules/report.smk"
 
 

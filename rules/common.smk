@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval.cli import memory_bytes
-from citeval.collections import read_collections, tuning_collections
+from citeval.collections import pool_group, read_collections, tuning_collections
 
 # The citeval package is importable by every job, whether or not it was pip-installed
 # into the environment the job runs in (for example a per-rule conda env). The prefix is
@@ -75,7 +75,7 @@ def _alternatives(names):
 
 wildcard_constraints:
     setup="dataset|field",
-    split="test|valid",
+    split="test|valid|train",
     mdcr_split="test|val",
     rep=r"\d+",
     group=r"[a-z0-9-]+",
@@ -170,7 +170,12 @@ def test_metric_files(wildcards=None):
 
 
 def final_outputs(wildcards):
-    return [f"{RESULTS}/tables/provenance.json", *test_metric_files(), *mdcr_outputs()]
+    return [
+        f"{RESULTS}/tables/provenance.json",
+        *test_metric_files(),
+        *mdcr_outputs(),
+        *rerank_outputs(),
+    ]
 
 
 # --- command lines --------------------------------------------------------------------
@@ -250,7 +255,9 @@ def bm25_tuning_collections(wildcards):
 
 def bm25_parameters(wildcards):
     if BM25["tune"]["enabled"]:
-        return f"{RESULTS}/tuning/bm25-{wildcards.setup}.json"
+        # The reranker's training split has no validation split of its own.
+        setup = SETUPS[0] if wildcards.split == "train" else wildcards.setup
+        return f"{RESULTS}/tuning/bm25-{setup}.json"
     return []
 
 
@@ -263,7 +270,15 @@ def embedding_sample_dirs():
     dirs = [sample_dir(setup, "test") for setup in SETUPS]
     if "val" in MDCR_SPLITS and not MDCR_IMPORT:
         dirs.append(sample_dir("field", "valid"))
+    if RERANKER and _uses_encoders(RERANK_TRAIN["first_stage"]):
+        dirs.append(sample_dir("dataset", "train"))
     return dirs
+
+
+def _uses_encoders(model):
+    return model in DENSE_MODELS or any(
+        run in DENSE_MODELS for run in FUSIONS.get(model, {}).get("runs", [])
+    )
 
 
 def model_spec_json(wildcards):
@@ -391,3 +406,115 @@ def mdcr_outputs(wildcards=None):
         f"{MDCR_DIR}/eval/{split}/{model}.tsv" for split in MDCR_SPLITS for model in MDCR_MODELS
     ]
     return outputs
+
+
+# --- rerank -----------------------------------------------------------------
+
+RERANK_DIR = f"{RESULTS}/rerank/{RERANKER}"
+RERANK_TRAIN = RERANK["train"]
+RERANK_KS = sorted(RERANK["ks"])
+RERANK_TRAIN_COLLECTION = f"{pool_group(RERANK_TRAIN['pool_size'])}.rep0"
+# The trade-off is measured on one collection, as HAtten's Table 4: the largest
+# dataset-level pool, repetition 0.
+RERANK_TRADEOFF_COLLECTION = (
+    f"{pool_group(max(SAMPLING['dataset_level']['pool_sizes']))}.rep0"
+    if "dataset" in SETUPS
+    else None
+)
+RERANK_SCORING_ARGUMENTS = shell_words(
+    "--query-tokens", RERANK["query_tokens"],
+    "--candidate-tokens", RERANK["candidate_tokens"],
+    "--batch-size", RERANK["batch_size"],
+    "--device", RERANK["device"],
+)
+
+
+def train_sample_arguments(wildcards):
+    words = [
+        "--seed", config["seed"],
+        "--query-year", SAMPLING["query_year"],
+        "--years-before", RERANK_TRAIN["years_before"],
+        "--num-queries", RERANK_TRAIN["num_queries"],
+        "--pool-size", RERANK_TRAIN["pool_size"],
+        "--min-query-references", SAMPLING["min_query_references"],
+        "--on-too-small", SAMPLING["on_too_small"],
+    ]
+    if SAMPLING["exclude_query_ids"]:
+        words += ["--exclude-query-ids", SAMPLING["exclude_query_ids"]]
+    return shell_words(*words)
+
+
+def rerank_train_arguments(wildcards):
+    return shell_words(
+        "--base-model", RERANK["model"],
+        "--seed", config["seed"],
+        "--top", RERANK_TRAIN["top"],
+        "--lr", RERANK_TRAIN["learning_rate"],
+        "--weight-decay", RERANK_TRAIN["weight_decay"],
+        "--dropout", RERANK_TRAIN["dropout"],
+        "--warmup-steps", RERANK_TRAIN["warmup_steps"],
+        "--batch-size", RERANK_TRAIN["batch_size"],
+        "--epochs", RERANK_TRAIN["epochs"],
+        *(["--max-steps", RERANK_TRAIN["max_steps"]] if RERANK_TRAIN["max_steps"] > 0 else []),
+        "--query-tokens", RERANK["query_tokens"],
+        "--candidate-tokens", RERANK["candidate_tokens"],
+        "--device", RERANK["device"],
+    )
+
+
+def _first_stage_benchmarks(model, collection):
+    """Benchmark files of the jobs that make a first stage's run (a fusion: its inputs too)."""
+    where = f"dataset-test/{collection}"
+    if model == "bm25":
+        return [f"{BENCHMARKS}/bm25_search/{where}.tsv"]
+    if model in DENSE_MODELS:
+        return [f"{BENCHMARKS}/dense_retrieve/{where}/{model}.tsv"]
+    inputs = [path for run in FUSIONS[model]["runs"] for path in _first_stage_benchmarks(run, collection)]
+    return [*inputs, f"{BENCHMARKS}/fuse/{where}/{model}.tsv"]
+
+
+def _tradeoff_plan():
+    """(first stage, K, metrics file, timing file or None) per trade-off row."""
+    collection = RERANK_TRADEOFF_COLLECTION
+    metrics = f"{RESULTS}/metrics/dataset-test/{collection}"
+    timing = f"{RERANK_DIR}/timing/dataset-test/{collection}"
+    rows = []
+    for first_stage in RERANK["first_stages"]:
+        rows.append((first_stage, 0, f"{metrics}/{first_stage}.tsv", None))
+        for k in RERANK_KS:
+            rows.append(
+                (first_stage, k, f"{metrics}/{first_stage}.{RERANKER}@{k}.tsv", f"{timing}/{first_stage}.json")
+            )
+    return rows
+
+
+def tradeoff_inputs(wildcards):
+    rows = _tradeoff_plan()
+    return {
+        "metrics": [row[2] for row in rows],
+        "timings": sorted({row[3] for row in rows if row[3]}),
+        "benchmarks": sorted(
+            {
+                path
+                for first_stage in RERANK["first_stages"]
+                for path in _first_stage_benchmarks(first_stage, RERANK_TRADEOFF_COLLECTION)
+            }
+        ),
+    }
+
+
+def tradeoff_arguments(wildcards):
+    words = []
+    for first_stage in RERANK["first_stages"]:
+        words += ["--first-stage", first_stage,
+                  *_first_stage_benchmarks(first_stage, RERANK_TRADEOFF_COLLECTION)]  # fmt: skip
+    for first_stage, k, metrics, timing in _tradeoff_plan():
+        words += ["--entry", first_stage, k, metrics, *([timing] if timing else [])]
+    return shell_words(*words)
+
+
+def rerank_outputs(wildcards=None):
+    """The reranked runs' metrics come with test_metric_files; here the trade-off."""
+    if not RERANKER or RERANK_TRADEOFF_COLLECTION is None:
+        return []
+    return [f"{RESULTS}/tables/tradeoff.{ext}" for ext in ("tsv", "md", "png")]
