@@ -346,3 +346,41 @@ def test_training_split_needs_earlier_years(corpus, tmp_path, capsys):
     args = ("--query-year", "2019", "--pool-size", "50", "--num-queries", "5")
     assert run_sample(corpus, tmp_path, *args, "--years-before", "0", setup="train") != 0
     assert "--years-before" in capsys.readouterr().err
+
+
+def test_field_level_queries_belong_to_one_field(tmp_path):
+    """Every paper carries both fields, so each field could draw any query: the test and
+    validation draws never give a paper to two fields, and the first field draws first."""
+    rng = random.Random(3)
+    papers = [
+        {"paper_id": f"p{i:03d}", "year": 2010 + i * 10 // 120, "fields": ["Art", "Biology"]}
+        for i in range(120)
+    ]
+    older = [p["paper_id"] for p in papers if p["year"] < 2019]
+    citations = [
+        (p["paper_id"], cited)
+        for p in papers
+        if p["year"] == 2019
+        for cited in rng.sample(older, 4)
+    ]
+    citations += [(f"z{i}", p["paper_id"]) for i in range(3) for p in papers]
+    papers += [{"paper_id": f"z{i}", "year": None, "fields": []} for i in range(3)]
+    write_corpus(tmp_path / "corpus", papers, citations)
+    prefilter(
+        tmp_path / "corpus" / "papers", tmp_path / "filtered.parquet", tmp_path / "f.json",
+        PrefilterRules(),
+    )  # fmt: skip
+    args = ("--num-queries", "4", "--num-valid-queries", "2", "--pool-size", "30")
+    assert run_sample(tmp_path, tmp_path / "out", *args, "--fields", "Art", "Biology",
+                      setup="field") == 0  # fmt: skip
+    seen: dict[str, str] = {}
+    for split in ("test", "valid"):
+        rows = pq.read_table(tmp_path / "out" / f"field-{split}" / "queries.parquet").to_pylist()
+        per_field = {}
+        for row in rows:
+            assert row["query_id"] not in seen, (row, seen.get(row["query_id"]))
+            seen[row["query_id"]] = f"{split}/{row['group']}"
+            per_field[row["group"]] = per_field.get(row["group"], 0) + 1
+        assert per_field == (
+            {"art": 4, "biology": 4} if split == "test" else {"art": 2, "biology": 2}
+        )

@@ -11,7 +11,8 @@ Protocol (Medić & Šnajder 2022, see DESIGN.md §1), with the details this modu
   uniformly at random. Queries stay fixed across pool sizes and repetitions.
 * **Field-level:** per field, queries labelled with the field; the pool holds every paper
   they cite plus random negatives from the field-cited set (the candidates cited by any
-  corpus paper labelled with the field). A field gets ``repetitions`` pools only when its
+  corpus paper labelled with the field). Fields draw in the configured order, each from
+  the eligible papers no earlier field drew, so a query belongs to one field only. A field gets ``repetitions`` pools only when its
   field-cited set is larger than the pool size; otherwise one pool holds the whole set.
 * Query papers are never drawn as random negatives (they enter a pool only when another
   query cites them), and retrieval drops a query from its own ranking.
@@ -331,22 +332,24 @@ def sample_field_level(
 ) -> dict[str, list[Collection]]:
     slugs = field_slugs(fields, "sampling.field_level.fields")
     eligible = {name: data.eligible_queries(name) for name in fields}
-    test_queries: dict[str, list[str]] = {}
-    for name in fields:
-        counts = {"test": queries_per_field["test"], "valid": 0}
-        rng = seeded_rng(seed, "field", "test-queries", name)
-        test_queries[name] = draw_disjoint_queries(
-            rng, eligible[name], counts, guard, f"field-level '{name}'"
-        )["test"]
-    all_test = pa.array(sorted({q for qs in test_queries.values() for q in qs}), pa.string())
-    valid_queries: dict[str, list[str]] = {}
-    for name in fields:
-        remaining = eligible[name].filter(pc.invert(pc.is_in(eligible[name], value_set=all_test)))
-        counts = {"test": queries_per_field["valid"], "valid": 0}
-        rng = seeded_rng(seed, "field", "valid-queries", name)
-        valid_queries[name] = draw_disjoint_queries(
-            rng, remaining, counts, guard, f"field-level '{name}' validation"
-        )["test"]
+    drawn: set[str] = set()
+
+    def draw(split: str, name: str) -> list[str]:
+        """The field's queries of ``split``, none drawn before for any field or split."""
+        taken = pa.array(sorted(drawn), pa.string())
+        available = eligible[name].filter(pc.invert(pc.is_in(eligible[name], value_set=taken)))
+        what = f"field-level '{name}'" + (" validation" if split == "valid" else "")
+        rng = seeded_rng(seed, "field", f"{split}-queries", name)
+        counts = {"test": queries_per_field[split], "valid": 0}
+        queries = draw_disjoint_queries(rng, available, counts, guard, what)["test"]
+        drawn.update(queries)
+        return queries
+
+    # Test draws first, field by field in the configured order, then validation: a paper
+    # labelled with two fields is a query of one of them only (MDCR lists a query under one
+    # field), and no validation query is a test query anywhere.
+    test_queries = {name: draw("test", name) for name in fields}
+    valid_queries = {name: draw("valid", name) for name in fields}
 
     collections: dict[str, list[Collection]] = {split: [] for split in SPLITS}
     for slug, name in slugs.items():
