@@ -447,6 +447,7 @@ def train_sample_arguments(wildcards):
 def rerank_train_arguments(wildcards):
     return shell_words(
         "--base-model", RERANK["model"],
+        *(["--base-layers", RERANK["base_layers"]] if RERANK["base_layers"] else []),
         "--seed", config["seed"],
         "--top", RERANK_TRAIN["top"],
         "--lr", RERANK_TRAIN["learning_rate"],

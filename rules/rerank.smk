@@ -98,6 +98,7 @@ rule mdcr_score_rerank:
     output:
         f"{MDCR_DIR}/scores/{{mdcr_split}}/{RERANKER}.json",
     params:
+        name=RERANKER,
         arguments=RERANK_SCORING_ARGUMENTS,
     conda:
         "../envs/dense.yaml"
@@ -111,7 +112,7 @@ rule mdcr_score_rerank:
         runtime=240,
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
-        "--model {RERANKER:q} --kind cross-encoder --model-dir {input.model:q} "
+        "--model {params.name:q} --kind cross-encoder --model-dir {input.model:q} "
         "{params.arguments} --threads {threads} --output {output:q} 2> {log:q}"
 
 

@@ -197,3 +197,25 @@ def test_no_positive_pairs_and_empty_runs_are_refused(
     with pytest.raises(InputDataError, match="the run has no queries") as error:
         load_training_data([empty], [no_hits], papers, top=10)
     assert error.value.path == str(empty)
+
+
+def test_base_layers_keeps_the_first_layers_and_the_model_reloads_with_them(
+    tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    import json
+
+    from citeval.rerank.model import Reranker
+
+    run, qrels, papers = inputs
+    pairs, texts = load_training_data([run], [qrels], papers, top=10)
+    train(pairs, texts, _settings(tiny_bert_dir, max_steps=2, base_layers=1), tmp_path / "one")
+    model_dir = tmp_path / "one" / FINAL_DIR
+    config = json.loads((model_dir / "config.json").read_text())
+    assert config["num_hidden_layers"] == 1
+    base = json.loads((tiny_bert_dir / "config.json").read_text())
+    assert base["num_hidden_layers"] == 2
+    weights = _weights(model_dir)
+    assert any(".layer.0." in key for key in weights)
+    assert not any(".layer.1." in key for key in weights)
+    reranker = Reranker(str(model_dir), query_tokens=12, candidate_tokens=12, device="cpu")
+    assert reranker.model.model.config.num_hidden_layers == 1

@@ -158,6 +158,7 @@ MDCR_RULES = (
     "mdcr_build", "mdcr_score_bm25", "mdcr_score_dense", "mdcr_score_fusion",
     "mdcr_evaluate", "mdcr_tables",
 )  # fmt: skip
+RERANK_RULES = ("sample_train", "rerank_train", "rerank", "mdcr_score_rerank", "rerank_tradeoff")
 
 
 def _jobs(stdout: str) -> dict[str, int]:
@@ -198,11 +199,33 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
     assert "--model-types-from" not in by_split["test"]
     types_from = by_split["valid"][by_split["valid"].index("--model-types-from") + 1]
     assert types_from.endswith("mdcr/mdcr_test_report.json")
+
+    # The reranker: one training split and model, every test collection's BM25 run
+    # reranked (4 dataset-level + 19 field-level), both MDCR splits scored, one trade-off;
+    # reranked runs are stored as bm25.ce@K and shown as bm25>ce@K.
+    assert {rule: jobs.get(rule) for rule in RERANK_RULES} == {
+        "sample_train": 1,
+        "rerank_train": 1,
+        "rerank": 23,
+        "mdcr_score_rerank": 2,
+        "rerank_tradeoff": 1,
+    }
+    assert jobs["mdcr_evaluate"] == 8
+    metrics = [line for line in result.stdout.splitlines() if "citeval.metrics" in line]
+    assert sum("bm25.ce@20.trec" in line for line in metrics) == 23
+    assert sum("bm25.ce@50.trec" in line for line in metrics) == 23
+    assert all("--cutoffs 30 10 20" in line for line in metrics)
+    (report,) = [line for line in result.stdout.splitlines() if "citeval.report" in line]
+    words = shlex.split(report.removeprefix("Shell command: "))
+    assert words[words.index("--rerank-models") + 1 : words.index("--rerank-models") + 4] == [
+        "bm25", "bm25>ce@20", "bm25>ce@50",
+    ]  # fmt: skip
+    assert "bm25>ce@50" in words[words.index("--models") + 1 : words.index("--rerank-models")]
     disabled = workdir / "no-mdcr.yaml"
-    disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}}))
+    disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}, "rerank": {"enabled": False}}))
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(disabled))
     assert result.returncode == 0, result.stderr
-    assert not set(_jobs(result.stdout)) & set(MDCR_RULES)
+    assert not set(_jobs(result.stdout)) & {*MDCR_RULES, *RERANK_RULES}
 
 
 def test_import_mode_scores_the_given_files_without_building(workdir):
@@ -213,6 +236,7 @@ def test_import_mode_scores_the_given_files_without_building(workdir):
     data.write_text("")
     config = {
         "bm25": {"tune": {"enabled": False}},
+        "rerank": {"enabled": False},  # its training needs the corpus, not just the files
         "mdcr": {"source": "import", "import": {"test": {"benchmark": str(benchmark),
                                                         "data": str(data)}}},
     }  # fmt: skip

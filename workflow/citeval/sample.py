@@ -12,8 +12,9 @@ Protocol (Medić & Šnajder 2022, see DESIGN.md §1), with the details this modu
 * **Field-level:** per field, queries labelled with the field; the pool holds every paper
   they cite plus random negatives from the field-cited set (the candidates cited by any
   corpus paper labelled with the field). Fields draw in the configured order, each from
-  the eligible papers no earlier field drew, so a query belongs to one field only. A field gets ``repetitions`` pools only when its
-  field-cited set is larger than the pool size; otherwise one pool holds the whole set.
+  the eligible papers no earlier field drew, so a query belongs to one field only. A
+  field gets ``repetitions`` pools only when its field-cited set is larger than the pool
+  size; otherwise one pool holds the whole set.
 * Query papers are never drawn as random negatives (they enter a pool only when another
   query cites them), and retrieval drops a query from its own ranking.
 * **Validation** queries are drawn from the eligible queries left after the test draw

