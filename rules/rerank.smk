@@ -126,7 +126,7 @@ rule rerank_tradeoff:
         title=f"Reranking trade-off, dataset-level {RERANK_TRADEOFF_COLLECTION}",
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
-        "../envs/dense.yaml"
+        "../envs/core.yaml"
     log:
         f"{LOGS}/rerank_tradeoff.log",
     benchmark:
