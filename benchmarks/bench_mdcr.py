@@ -34,11 +34,11 @@ type, depth 200, most-cited depth 200, ``--max-candidate-year query_year``,
 and its peak RSS (``os.wait4``: the child's own ``ru_maxrss``) are the measured figures;
 ``--repeat`` builds more than once and reports each.
 
-The field-level sample draws each field's queries on its own, so a paper labelled with two
-fields can be a test query of both, and ``mdcr build`` refuses such a split (the MDCR
-format puts a query under one field). The build therefore reads a copy of the test
-split's ``queries.parquet`` that keeps each query under the first of its fields by slug
-(:func:`one_field_per_query`); the JSON counts the queries dropped per field.
+``citeval.sample field`` draws each test query for one field only (the MDCR format puts a
+query under one field, and ``mdcr build`` refuses a split that lists a query twice); the
+script checks this on the test split's ``queries.parquet`` after sampling and stops with
+an error if a query appears under two fields. The build reads the sample's own
+``samples/field-test`` folder.
 
     PYTHONPATH=workflow python benchmarks/bench_mdcr.py --num-papers 2000000 \
         --num-shards 8 --repeat 3 [--reuse-data ../main/benchmarks/out/data]
@@ -318,54 +318,26 @@ def synthetic_runs(args: argparse.Namespace, work: Path) -> dict:
     }
 
 
-def one_field_per_query(work: Path) -> dict:
-    """A copy of the test split's ``queries.parquet`` with each query under one field.
-
-    ``citeval.sample field`` draws each field's queries on their own, so a paper labelled
-    with two fields can be a test query of both; the MDCR format allows a query under one
-    field only, and ``mdcr build`` refuses such a split when it writes the benchmark. The
-    copy keeps each query under the first of its fields by slug and drops it from the
-    others; the build reads only ``queries.parquet`` from ``--samples``.
-    """
+def assert_one_field_per_query(work: Path) -> None:
+    """Fail if a test query appears under two fields (the MDCR format allows one)."""
     import duckdb
 
     source = work / "samples" / "field-test" / "queries.parquet"
-    target_dir = work / "samples" / "field-test-one-field"
-    target_dir.mkdir(parents=True, exist_ok=True)
-    rows = duckdb.sql(
-        f"SELECT \"group\", query_id FROM read_parquet('{source}') ORDER BY query_id, 1"
+    twice = duckdb.sql(
+        f'SELECT query_id, list("group" ORDER BY "group") FROM read_parquet(\'{source}\') '
+        "GROUP BY 1 HAVING count(*) > 1 ORDER BY 1"
     ).fetchall()
-    kept: dict[str, str] = {}
-    dropped: dict[str, list[str]] = {}
-    for group, query_id in rows:
-        if query_id in kept:
-            dropped.setdefault(group, []).append(query_id)
-        else:
-            kept[query_id] = group
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    ordered = sorted((g, q) for q, g in kept.items())
-    pq.write_table(
-        pa.table(
-            {
-                "group": pa.array([g for g, _ in ordered], pa.string()),
-                "query_id": pa.array([q for _, q in ordered], pa.string()),
-            }
-        ),
-        target_dir / "queries.parquet",
-    )
-    return {
-        "sampled_rows": len(rows),
-        "distinct_queries": len(kept),
-        "dropped_per_field": {g: len(ids) for g, ids in sorted(dropped.items())},
-    }
+    if twice:  # raised, not ``assert``: it must hold under ``python -O`` too
+        raise AssertionError(
+            f"{len(twice)} test queries appear under two fields in {source} "
+            f"(citeval.sample field draws each for one field only), e.g. {twice[:5]}"
+        )
 
 
 def build_argv(args: argparse.Namespace, work: Path, output_dir: Path) -> list[str]:
     """``mdcr_build``'s command line under the default config (rules/mdcr.smk)."""
     argv = [sys.executable, "-m", "citeval.mdcr", "build", "--split", "test"]
-    argv += ["--samples", str(work / "samples" / "field-test-one-field")]
+    argv += ["--samples", str(work / "samples" / "field-test")]
     argv += ["--runs", str(work / "runs" / "field-test"), "--corpus", str(work / "corpus")]
     argv += ["--filtered", str(work / "filtered" / "papers.parquet")]
     argv += ["--seed", str(args.seed), "--fields", *FIELDS, "--models", *args.models]
@@ -529,13 +501,11 @@ def main(argv: list[str] | None = None) -> int:
     prep["sample"] = cached_step(
         work / "sample.done.json", args.fresh, lambda: sample(args, work, env)
     )
+    assert_one_field_per_query(work)
     prep["runs"] = cached_step(
         work / "runs.done.json", args.fresh, lambda: synthetic_runs(args, work)
     )
     sizes = sample_sizes(work)
-    prep["one_field_per_query"] = cached_step(
-        work / "one-field.done.json", args.fresh, lambda: one_field_per_query(work)
-    )
 
     builds = []
     load_before = os.getloadavg()
@@ -590,8 +560,6 @@ def main(argv: list[str] | None = None) -> int:
             "fields_sampled": len(sizes),
             "queries_per_field_requested": args.queries_per_field,
             "queries": sum(s["queries"] for s in sizes.values()),
-            "distinct_queries": prep["one_field_per_query"]["distinct_queries"],
-            "queries_dropped_as_in_another_field": prep["one_field_per_query"]["dropped_per_field"],
             "fields_short_of_queries": {
                 slug: s["queries"]
                 for slug, s in sizes.items()
