@@ -235,22 +235,19 @@ class Reranker:
         """p(relevant) of each (query, candidate) text pair, float32, in input order."""
         import torch
 
-        pairs, lengths = self.prepare(queries, candidates)
-        scores = np.zeros(len(pairs), dtype=np.float32)
+        pairs, _ = self.prepare(queries, candidates)
         if not pairs:
-            return scores
-        # Longest first: little padding per batch, and memory trouble shows up at once.
-        order = np.argsort(-lengths, kind="stable")
-        cuda = self.device.type == "cuda"
-        for start in range(0, len(order), self.batch_size):
-            members = order[start : start + self.batch_size]
-            batch = [pairs[i] for i in members]
-            with torch.autocast("cuda", dtype=torch.float16, enabled=cuda):
-                values = self.model.predict(
-                    batch, batch_size=len(batch), show_progress_bar=False, convert_to_numpy=True
-                )
-            scores[members] = np.asarray(values, dtype=np.float32).reshape(-1)
-            self.pairs_scored += len(batch)
-            if progress is not None:
-                progress.update(len(batch))
-        return scores
+            return np.zeros(0, dtype=np.float32)
+        # CrossEncoder.predict batches the pairs by length itself (longest first) and
+        # returns the scores in input order (benchmarks/bench_rerank.py).
+        with torch.autocast("cuda", dtype=torch.float16, enabled=self.device.type == "cuda"):
+            values = self.model.predict(
+                pairs,
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+        self.pairs_scored += len(pairs)
+        if progress is not None:
+            progress.update(len(pairs))
+        return np.asarray(values, dtype=np.float32).reshape(-1)
