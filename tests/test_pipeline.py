@@ -48,6 +48,18 @@ def pipeline_config(tiny_model: Path) -> dict:
     }
     config["encode"]["models"] = ["tiny"]
     config["fusion"] = [{"name": "rrf", "runs": ["bm25", "tiny"]}]
+    # A cross-encoder on the tiny BERT, reranking BM25 and the tiny encoder's runs.
+    config["rerank"] = {
+        "enabled": True,
+        "model": str(tiny_model),
+        "query_tokens": 32,
+        "candidate_tokens": 32,
+        "first_stages": ["bm25", "tiny"],
+        "ks": [5, 10],
+        "batch_size": 16,
+        "train": {"num_queries": 20, "pool_size": 300, "years_before": 3, "learning_rate": 1e-3,
+                  "warmup_steps": 2, "batch_size": 8, "epochs": 1},
+    }  # fmt: skip
     return config
 
 
@@ -68,7 +80,8 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
     out = two_runs[0] / "results" / "e2e"
     table1 = (out / "tables" / "table1_dataset_level.tsv").read_text().splitlines()
     assert table1[0].split("\t") == ["model", "600 MAP", "600 NDCG", "600 R@30"]
-    assert [row.split("\t")[0] for row in table1[1:]] == ["bm25", "tiny", "rrf"]
+    rows = ["bm25", "tiny", "rrf", "bm25>ce@5", "bm25>ce@10", "tiny>ce@5", "tiny>ce@10"]
+    assert [row.split("\t")[0] for row in table1[1:]] == rows
     table2 = (out / "tables" / "table2_field_level_map.tsv").read_text().splitlines()
     assert table2[0].split("\t") == ["model", "Biology", "Computer Science", "Art", "AVG"]
     for name in ("table7_field_level_ndcg", "table8_field_level_recall"):
@@ -76,7 +89,20 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
     bm25_map = float(table1[1].split("\t")[1])
     assert 5.0 < bm25_map <= 100.0, "BM25 should find the synthetic corpus's lexical signal"
     runs = sorted((out / "runs").rglob("*.trec"))
-    assert {run.name for run in runs} == {"bm25.trec", "tiny.trec", "rrf.trec"}
+    reranked = {f"{first}.ce@{k}.trec" for first in ("bm25", "tiny") for k in (5, 10)}
+    assert {run.name for run in runs} == {"bm25.trec", "tiny.trec", "rrf.trec", *reranked}
+    rerank = (out / "tables" / "table_rerank_dataset_level.tsv").read_text().splitlines()
+    assert rerank[0].split("\t")[1:] == [
+        f"600 {m}" for m in ("MAP", "NDCG", "R@30", "R@10", "MRR", "F1@20")
+    ]
+    assert [row.split("\t")[0] for row in rerank[1:]] == ["bm25", "tiny", *rows[3:]]
+    pvalues = (out / "tables" / "table1_dataset_level_pvalues.tsv").read_text().splitlines()
+    assert {line.split("\t")[1] for line in pvalues[1:]} == set(rows) - {"bm25"}
+    tradeoff = (out / "tables" / "tradeoff.tsv").read_text().splitlines()
+    assert [tuple(line.split("\t")[:2]) for line in tradeoff[1:]] == [
+        (first, k) for first in ("bm25", "tiny") for k in ("0", "5", "10")
+    ]
+    assert (out / "tables" / "tradeoff.png").stat().st_size > 10_000
     assert sorted((out / "samples" / "dataset-test" / "qrels").glob("*.qrels"))
     for log in (out / "logs").rglob("*.log"):
         assert "Traceback" not in log.read_text(), log
@@ -92,11 +118,11 @@ def test_mdcr_is_built_scored_and_tabulated_for_every_model(two_runs):
     table3 = (out / "tables" / "table3_mdcr.tsv").read_text().splitlines()
     header = table3[0].split("\t")
     assert header[0] == "model" and header[-3:] == ["AVG MAP", "AVG NDCG", "AVG R@5"]
-    assert [row.split("\t")[0] for row in table3[1:]] == ["bm25", "tiny", "rrf"]
+    assert [row.split("\t")[0] for row in table3[1:]] == ["bm25", "tiny", "rrf", "ce"]
     table4 = (out / "tables" / "table4_mdcr_types.tsv").read_text().splitlines()
     kinds = {column.split(" ")[0] for column in table4[0].split("\t")[1:]}
     assert {"graph", "most_cited", "random"} <= kinds
-    assert [row.split("\t")[0] for row in table4[1:]] == ["bm25", "tiny", "rrf"]
+    assert [row.split("\t")[0] for row in table4[1:]] == ["bm25", "tiny", "rrf", "ce"]
     for row in table3[1:] + table4[1:]:
         assert all(0.0 <= float(value) <= 100.0 for value in row.split("\t")[1:])
 
@@ -135,9 +161,10 @@ def test_two_runs_are_byte_identical(two_runs):
     first, second = (workdir / "results" / "e2e" for workdir in two_runs)
     compared = 0
     subs = ("corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings", "mdcr")
-    for sub in subs:
-        for path in sorted((first / sub).rglob("*")):
-            if path.is_file():
+    timed = {"tradeoff.tsv", "tradeoff.md", "tradeoff.png"}  # seconds per query
+    for sub in (*subs, "rerank/ce/model/model.safetensors"):
+        for path in sorted([first / sub] if "." in sub else (first / sub).rglob("*")):
+            if path.is_file() and path.name not in timed:
                 twin = second / path.relative_to(first)
                 assert filecmp.cmp(path, twin, shallow=False), f"{path} differs"
                 compared += 1
