@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=sorted(STEPS))
     parser.add_argument("--output", type=Path, required=True, help="result JSON path")
+    parser.add_argument(
+        "--keep-results",
+        type=Path,
+        default=None,
+        help="copy the clone's results/ here before it is deleted (tables, logs, benchmarks)",
+    )
     args = parser.parse_args(argv)
 
     commit = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
@@ -75,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             if status != 0:
                 break
+        if args.keep_results is not None and (clone / "results").is_dir():
+            shutil.rmtree(args.keep_results, ignore_errors=True)
+            shutil.copytree(clone / "results", args.keep_results)
     result["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
     result["machine"] = {
         "cpus": os.cpu_count(),
