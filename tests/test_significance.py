@@ -97,6 +97,9 @@ def test_no_or_constant_differences():
     )
     assert math.isnan(shifted.p_t)  # zero variance: the t statistic is undefined
     assert shifted.p_perm == 0.25  # the two all-same-sign flips of 8
+    single = paired_test({"a": 0.9}, {"a": 0.4}, 100, rng())  # a field with one query
+    assert (single.n_units, single.mean_diff, single.p_perm) == (1, 0.5, 1.0)
+    assert math.isnan(single.p_t)
 
 
 def test_holm_matches_the_textbook_adjustment():

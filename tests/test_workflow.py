@@ -187,7 +187,7 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
         "mdcr_score_bm25": 2,
         "mdcr_score_dense": 2,
         "mdcr_score_fusion": 2,
-        "mdcr_evaluate": 6,
+        "mdcr_evaluate": 8,  # bm25, minilm, rrf and the reranker, per split
         "mdcr_tables": 1,
     }
     builds = [
@@ -210,7 +210,6 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
         "mdcr_score_rerank": 2,
         "rerank_tradeoff": 1,
     }
-    assert jobs["mdcr_evaluate"] == 8
     metrics = [line for line in result.stdout.splitlines() if "citeval.metrics" in line]
     assert sum("bm25.ce@10.trec" in line for line in metrics) == 23
     assert sum("bm25.ce@30.trec" in line for line in metrics) == 23

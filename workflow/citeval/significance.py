@@ -113,6 +113,10 @@ def paired_test(
     if np.all(np.abs(diff) <= TOLERANCE):
         # No difference at all: nothing to test (scipy's t-test would give nan).
         return PairedResult(len(keys), 0.0, 1.0, 1.0)
+    if len(keys) == 1:
+        # One pair: its two sign flips give the same |mean difference|, so the exact
+        # randomization p is 1 (scipy refuses a sample of one); the t-test is undefined.
+        return PairedResult(1, mean_diff, 1.0, math.nan)
     perm = stats.permutation_test(
         (x, y),
         _mean_difference,
