@@ -76,33 +76,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from citeval.synth.shape import FIELDS as SYNTH_FIELDS
+
 log = logging.getLogger("bench_mdcr")
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "out"
 REPO = ROOT.parent
-# config/schema.yaml's sampling.field_level.fields default: the 19 MAG fields.
-FIELDS = [
-    "Art",
-    "Biology",
-    "Business",
-    "Chemistry",
-    "Computer Science",
-    "Economics",
-    "Engineering",
-    "Environmental Science",
-    "Geography",
-    "Geology",
-    "History",
-    "Materials Science",
-    "Mathematics",
-    "Medicine",
-    "Philosophy",
-    "Physics",
-    "Political Science",
-    "Psychology",
-    "Sociology",
-]
+# The 19 MAG fields (config/schema.yaml's sampling.field_level.fields default).
+FIELDS = list(SYNTH_FIELDS)
 QUERY_YEAR = 2019
 FIRST_YEAR = 1990
 
