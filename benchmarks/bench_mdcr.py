@@ -73,8 +73,11 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
+
+from bench_ingest import ProcessStats
+from bench_ingest import run_measured as run_child
 
 from citeval.synth.shape import FIELDS as SYNTH_FIELDS
 
@@ -89,40 +92,13 @@ QUERY_YEAR = 2019
 FIRST_YEAR = 1990
 
 
-@dataclass
-class ProcessStats:
-    """Wall time and resource use of one finished child process."""
-
-    name: str
-    seconds: float
-    user_seconds: float
-    system_seconds: float
-    peak_rss_mb: float
-
-
 def run_measured(
     name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None
 ) -> ProcessStats:
-    """Run ``argv``, wait for it with ``os.wait4`` and return its own rusage."""
+    """bench_ingest's measured child process, logged."""
     log.info("%s: %s", name, " ".join(argv[1:]))
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=env)
-        # wait4 reaps this one child and gives its own rusage (peak RSS included).
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.perf_counter() - started
-    if process.returncode != 0:
-        tail = log_path.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"{name} failed with status {process.returncode}:\n{tail}")
-    stats = ProcessStats(
-        name=name,
-        seconds=round(seconds, 3),
-        user_seconds=round(usage.ru_utime, 3),
-        system_seconds=round(usage.ru_stime, 3),
-        peak_rss_mb=round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
-    )
+    stats = run_child(name, argv, log_path, env)
     log.info("%s: %.1f s, peak RSS %.0f MB", name, stats.seconds, stats.peak_rss_mb)
     return stats
 
