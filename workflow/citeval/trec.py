@@ -120,16 +120,19 @@ def _lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
         raise InputDataError(f"cannot read: {error.strerror}", path=str(path)) from error
 
 
-def _first_line(path: str | os.PathLike, qid: str, doc_id: str, doc_field: int) -> int:
-    """Line number of the first line of ``path`` holding (qid, doc_id).
+def first_line(
+    path: str | os.PathLike, qid: str, doc_id: str | None = None, doc_field: int = 2
+) -> int | None:
+    """Line number of the first line of ``path`` holding ``qid`` (and ``doc_id`` in field
+    ``doc_field``, when given); None when there is none.
 
     Only used to word an error, so re-reading the file is cheaper overall than tracking
     the line of every pair while reading.
     """
     for number, fields in _lines(path):
-        if len(fields) > doc_field and fields[0] == qid and fields[doc_field] == doc_id:
+        if len(fields) > doc_field and fields[0] == qid and doc_id in (None, fields[doc_field]):
             return number
-    return 0
+    return None
 
 
 def read_run(path: str | os.PathLike) -> Run:
@@ -175,7 +178,7 @@ def read_run(path: str | os.PathLike) -> Run:
         if doc_id in docs:
             raise InputDataError(
                 f"duplicate document {doc_id!r} for query {qid!r} "
-                f"(first at line {_first_line(path, qid, doc_id, 2)})",
+                f"(first at line {first_line(path, qid, doc_id)})",
                 path=where,
                 line=number,
             )
@@ -226,7 +229,7 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
         if doc_id in docs:
             raise InputDataError(
                 f"duplicate judgement of {doc_id!r} for query {qid!r} "
-                f"(first at line {_first_line(path, qid, doc_id, 2)})",
+                f"(first at line {first_line(path, qid, doc_id)})",
                 path=where,
                 line=number,
             )

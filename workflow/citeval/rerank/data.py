@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from citeval.errors import InputDataError
-from citeval.trec import rank_documents, read_run
+from citeval.trec import first_line, rank_documents, read_run
 
 Texts = dict[str, tuple[str | None, str | None]]
 COLUMNS = ("paper_id", "title", "abstract")
@@ -45,16 +45,6 @@ def read_papers(papers_dir: str | os.PathLike, paper_ids: Iterable[str]) -> Text
     return dict(zip(ids, zip(titles, abstracts, strict=True), strict=True))
 
 
-def _locate(path: str | os.PathLike, qid: str, doc_id: str | None) -> int | None:
-    """Line of ``path`` with query ``qid`` (and document ``doc_id`` when given)."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if len(fields) >= 3 and fields[0] == qid and (doc_id is None or fields[2] == doc_id):
-                return number
-    return None
-
-
 def check_in_corpus(
     run: dict[str, list[tuple[str, float]]],
     path: str | os.PathLike,
@@ -67,7 +57,7 @@ def check_in_corpus(
             raise InputDataError(
                 f"query paper {qid!r} is not in the papers corpus",
                 path=str(path),
-                line=_locate(path, qid, None),
+                line=first_line(path, qid),
                 field="qid",
             )
         for doc_id, _ in run[qid][:depth]:
@@ -75,7 +65,7 @@ def check_in_corpus(
                 raise InputDataError(
                     f"document {doc_id!r} of query {qid!r} is not in the papers corpus",
                     path=str(path),
-                    line=_locate(path, qid, doc_id),
+                    line=first_line(path, qid, doc_id),
                     field="docid",
                 )
 
