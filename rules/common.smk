@@ -9,7 +9,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval.cli import memory_bytes
-from citeval.collections import pool_group, read_collections, tuning_collections
+from citeval.collections import (
+    MDCR_SPLIT_NAMES,
+    pool_group,
+    read_collections,
+    tuning_collections,
+)
 
 # The citeval package is importable by every job, whether or not it was pip-installed
 # into the environment the job runs in (for example a per-rule conda env). The prefix is
@@ -299,8 +304,8 @@ MDCR = config["mdcr"]
 MDCR_DIR = f"{RESULTS}/mdcr"
 MDCR_IMPORT = MDCR["source"] == "import"
 MDCR_ENABLED = MDCR["enabled"] and (MDCR_IMPORT or "field" in SETUPS)
-# MDCR files name the validation split as the published ones do (mdcr_val.json).
-MDCR_SAMPLE_SPLIT = {"test": "test", "val": "valid"}
+# MDCR file name of a split -> sample split (mdcr_val.json is built from field-valid).
+MDCR_SAMPLE_SPLIT = {name: split for split, name in MDCR_SPLIT_NAMES.items()}
 # Built: the test split, and the validation split when field-level validation queries are
 # drawn. Imported: every split the config names files for.
 MDCR_SPLITS = (

@@ -57,6 +57,11 @@ def collection_name(group: str, rep: int) -> str:
     return f"{group}.rep{rep}"
 
 
+# MDCR's published files name the validation split ``val`` (mdcr_val.json); samples say
+# ``valid``.
+MDCR_SPLIT_NAMES = {"test": "test", "valid": "val"}
+
+
 def pool_group(size: int) -> str:
     """The dataset-level group of a requested pool size: ``pool-<size>``."""
     return f"{POOL_PREFIX}{int(size)}"

@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from citeval.cli import duckdb_memory_setting
-from citeval.collections import collection_name
+from citeval.collections import MDCR_SPLIT_NAMES, collection_name
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob
 from citeval.mdcr.construct import Inputs
@@ -188,14 +188,10 @@ def read_inputs(
     )
 
 
-# The published files name the validation split ``val`` (mdcr_val.json); samples say ``valid``.
-PUBLISHED_SPLIT_NAMES = {"test": "test", "valid": "val"}
-
-
 def output_paths(output_dir: str | os.PathLike, split: str) -> dict[str, Path]:
     """The files ``build`` writes for a sample split, named as the published files are."""
     root = Path(output_dir)
-    name = PUBLISHED_SPLIT_NAMES[split]
+    name = MDCR_SPLIT_NAMES[split]
     return {
         "benchmark": root / f"mdcr_{name}.json",
         "data": root / f"mdcr_{name}_data.jsonl",
