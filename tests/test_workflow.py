@@ -201,18 +201,18 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
     assert types_from.endswith("mdcr/mdcr_test_report.json")
 
     # The reranker: one training split and model, every test collection's BM25 run
-    # reranked (4 dataset-level + 19 field-level), both MDCR splits scored, one trade-off;
+    # reranked (4 dataset-level + 6 field-level), both MDCR splits scored, one trade-off;
     # reranked runs are stored as bm25.ce@K and shown as bm25>ce@K.
     assert {rule: jobs.get(rule) for rule in RERANK_RULES} == {
         "sample_train": 1,
         "rerank_train": 1,
-        "rerank": 23,
+        "rerank": 10,
         "mdcr_score_rerank": 2,
         "rerank_tradeoff": 1,
     }
     metrics = [line for line in result.stdout.splitlines() if "citeval.metrics" in line]
-    assert sum("bm25.ce@10.trec" in line for line in metrics) == 23
-    assert sum("bm25.ce@30.trec" in line for line in metrics) == 23
+    assert sum("bm25.ce@10.trec" in line for line in metrics) == 10
+    assert sum("bm25.ce@30.trec" in line for line in metrics) == 10
     assert all("--cutoffs 30 10 20" in line for line in metrics)
     (report,) = [line for line in result.stdout.splitlines() if "citeval.report" in line]
     words = shlex.split(report.removeprefix("Shell command: "))
