@@ -212,14 +212,14 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
     }
     metrics = [line for line in result.stdout.splitlines() if "citeval.metrics" in line]
     assert sum("bm25.ce@10.trec" in line for line in metrics) == 10
-    assert sum("bm25.ce@30.trec" in line for line in metrics) == 10
+    assert sum("bm25.ce@20.trec" in line for line in metrics) == 10
     assert all("--cutoffs 30 10 20" in line for line in metrics)
     (report,) = [line for line in result.stdout.splitlines() if "citeval.report" in line]
     words = shlex.split(report.removeprefix("Shell command: "))
     assert words[words.index("--rerank-models") + 1 : words.index("--rerank-models") + 4] == [
-        "bm25", "bm25>ce@10", "bm25>ce@30",
+        "bm25", "bm25>ce@10", "bm25>ce@20",
     ]  # fmt: skip
-    assert "bm25>ce@30" in words[words.index("--models") + 1 : words.index("--rerank-models")]
+    assert "bm25>ce@20" in words[words.index("--models") + 1 : words.index("--rerank-models")]
     disabled = workdir / "no-mdcr.yaml"
     disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}, "rerank": {"enabled": False}}))
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(disabled))
