@@ -25,6 +25,11 @@ include: "rules/metrics.smk"
 include: "rules/mdcr.smk"
 
 
+if TRAINED_MODELS:
+
+    include: "rules/train.smk"
+
+
 if RERANKER:
 
     include: "rules/rerank.smk"

@@ -34,7 +34,21 @@ SETUPS = [
     for setup, key in (("dataset", "dataset_level"), ("field", "field_level"))
     if config["sampling"][key]["enabled"]
 ]
-DENSE_MODELS = list(config["encode"]["models"])
+# Encoders trained on the corpus's citation graph (rules/train.smk) join the registry as
+# their base entry with the trained folder as path, and are evaluated like any encoder.
+TRAIN = config["train"]
+TRAIN_DIR = f"{RESULTS}/train"
+TRAINED_MODELS = dict(TRAIN["models"]) if TRAIN["enabled"] else {}
+for _name, _entry in TRAINED_MODELS.items():
+    if _name in config["models"]:
+        raise ValueError(f"train.models.{_name}: the registry already has a model of that name")
+    if _entry["base"] not in config["models"]:
+        raise ValueError(f"train.models.{_name}.base {_entry['base']!r} is not in models")
+    config["models"][_name] = {
+        **config["models"][_entry["base"]],
+        "path": f"./{TRAIN_DIR}/{_name}/model",
+    }
+DENSE_MODELS = [*config["encode"]["models"], *TRAINED_MODELS]
 FUSIONS = {fusion["name"]: fusion for fusion in config["fusion"]}
 FIRST_STAGES = ["bm25", *DENSE_MODELS, *FUSIONS]
 RERANK = config["rerank"]
@@ -89,6 +103,7 @@ wildcard_constraints:
     fusion=_alternatives(FUSIONS),
     model=_alternatives([*MODELS, *([RERANKER] if RERANKER else [])]),
     first_stage=_alternatives(FIRST_STAGES),
+    trained=_alternatives(TRAINED_MODELS),
 
 
 # --- corpus input shards ------------------------------------------------------------
@@ -288,6 +303,12 @@ def _uses_encoders(model):
 
 def model_spec_json(wildcards):
     return shlex.quote(json.dumps(config["models"][wildcards.dense_model], sort_keys=True))
+
+
+def trained_model_folder(wildcards):
+    """The trained model's folder, for jobs that load a trained encoder (else nothing)."""
+    name = wildcards.dense_model
+    return f"{TRAIN_DIR}/{name}/model" if name in TRAINED_MODELS else []
 
 
 def embedding_shards(wildcards):
@@ -524,3 +545,58 @@ def rerank_outputs(wildcards=None):
     if not RERANKER or RERANK_TRADEOFF_COLLECTION is None:
         return []
     return [f"{RESULTS}/tables/tradeoff.{ext}" for ext in ("tsv", "md", "png")]
+
+
+# --- train ------------------------------------------------------------------
+
+
+def held_out_sample_dirs():
+    """Every test and validation split: their query papers never enter the training graph."""
+    return [sample_dir(setup, split) for setup in SETUPS for split in ("test", "valid")]
+
+
+def held_out_mdcr_files():
+    """An imported MDCR benchmark's queries are held out too (a built one's queries are the
+    field-level test and validation queries already held out)."""
+    if not (MDCR_ENABLED and MDCR_IMPORT):
+        return []
+    return [MDCR["import"][MDCR_SAMPLE_SPLIT[name]]["benchmark"] for name in MDCR_SPLITS]
+
+
+def triplet_arguments(wildcards):
+    triplets = TRAIN["triplets"]
+    return shell_words(
+        "--sampler", TRAINED_MODELS[wildcards.trained]["sampler"],
+        "--num-queries", triplets["num_queries"],
+        "--per-query", triplets["per_query"],
+        "--hard-negatives", triplets["hard_negatives"],
+        "--k-positive", triplets["scincl"]["k_positive"],
+        "--k-hard", triplets["scincl"]["k_hard"],
+        "--seed", config["seed"],
+    )
+
+
+def triplet_graph_inputs(wildcards):
+    graph = f"{TRAIN_DIR}/graph"
+    inputs = [f"{graph}/nodes.parquet", f"{graph}/edges.parquet"]
+    if TRAINED_MODELS[wildcards.trained]["sampler"] == "scincl":
+        inputs.append(f"{graph}/embedding.npy")
+    return inputs
+
+
+def fit_arguments(wildcards):
+    fit = TRAIN["fit"]
+    return shell_words(
+        "--name", wildcards.trained,
+        "--model-json", json.dumps(config["models"][TRAINED_MODELS[wildcards.trained]["base"]], sort_keys=True),
+        "--epochs", fit["epochs"],
+        "--batch-size", fit["batch_size"],
+        "--gradient-accumulation", fit["gradient_accumulation"],
+        "--lr", fit["learning_rate"],
+        "--weight-decay", fit["weight_decay"],
+        "--warmup-steps", fit["warmup_steps"],
+        "--margin", fit["margin"],
+        "--max-steps", fit["max_steps"],
+        "--seed", config["seed"],
+        "--device", fit["device"],
+    )

@@ -7,6 +7,7 @@ rule encode:
     input:
         ids=rules.embed_ids.output,
         corpus=rules.ingest_merge.output,
+        model=trained_model_folder,
     output:
         f"{RESULTS}/embeddings/{{dense_model}}/shard-{{index}}.npy",
     params:

@@ -73,6 +73,7 @@ rule mdcr_score_dense:
     input:
         unpack(mdcr_benchmark_files),
         shards=mdcr_embedding_shards,
+        model=trained_model_folder,
     output:
         f"{MDCR_DIR}/scores/{{mdcr_split}}/{{dense_model}}.json",
     params:

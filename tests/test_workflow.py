@@ -59,7 +59,10 @@ def test_invalid_config_value_fails_before_any_job_naming_the_key(workdir, secti
 
 
 def test_snakemake_lint_is_clean(workdir):
-    result = snakemake(workdir, "--lint")
+    # Training's rule file is included only when it is on, which the default config is not.
+    training = workdir / "train.yaml"
+    training.write_text(yaml.safe_dump({"train": {"enabled": True}}))
+    result = snakemake(workdir, "--lint", "--configfile", str(training))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr
 
@@ -158,6 +161,7 @@ MDCR_RULES = (
     "mdcr_build", "mdcr_score_bm25", "mdcr_score_dense", "mdcr_score_fusion",
     "mdcr_evaluate", "mdcr_tables",
 )  # fmt: skip
+TRAIN_RULES = ("train_graph", "train_graph_embedding", "train_triplets", "train_encoder", "encode")
 RERANK_RULES = ("sample_train", "rerank_train", "rerank", "mdcr_score_rerank", "rerank_tradeoff")
 
 
@@ -179,15 +183,18 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
     samples = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
     result = snakemake(workdir, *samples, "--cores", "2")
     assert result.returncode == 0, result.stderr[-4000:]
-    result = snakemake(workdir, "-n", "-p", "--cores", "2")
+    # With the config's train block switched on (its models are the default config's).
+    training = workdir / "train.yaml"
+    training.write_text(yaml.safe_dump({"train": {"enabled": True}}))
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "--configfile", str(training))
     assert result.returncode == 0, result.stderr
     jobs = _jobs(result.stdout)
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
         "mdcr_build": 2,
         "mdcr_score_bm25": 2,
-        "mdcr_score_dense": 2,
+        "mdcr_score_dense": 6,  # minilm and the two encoders trained from it
         "mdcr_score_fusion": 2,
-        "mdcr_evaluate": 8,  # bm25, minilm, rrf and the reranker, per split
+        "mdcr_evaluate": 12,  # bm25, the three encoders, rrf and the reranker, per split
         "mdcr_tables": 1,
     }
     builds = [
@@ -210,6 +217,21 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
         "mdcr_score_rerank": 2,
         "rerank_tradeoff": 1,
     }
+    # Encoders trained on the citation graph: one graph and embedding, triplets and a model
+    # per sampler, then each trained model is embedded (2 shards) like minilm.
+    assert {rule: jobs.get(rule) for rule in TRAIN_RULES} == {
+        "train_graph": 1,
+        "train_graph_embedding": 1,
+        "train_triplets": 2,
+        "train_encoder": 2,
+        "encode": 6,
+    }
+    (graph,) = [line for line in result.stdout.splitlines() if "citeval.train graph" in line]
+    words = shlex.split(graph.removeprefix("Shell command: "))
+    held_out = [
+        words[i + 1].rsplit("/", 1)[-1] for i, w in enumerate(words) if w == "--held-out-split"
+    ]
+    assert sorted(held_out) == ["dataset-test", "dataset-valid", "field-test", "field-valid"]
     metrics = [line for line in result.stdout.splitlines() if "citeval.metrics" in line]
     assert sum("bm25.ce@10.trec" in line for line in metrics) == 10
     assert sum("bm25.ce@20.trec" in line for line in metrics) == 10
@@ -221,10 +243,11 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
     ]  # fmt: skip
     assert "bm25>ce@20" in words[words.index("--models") + 1 : words.index("--rerank-models")]
     disabled = workdir / "no-mdcr.yaml"
-    disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}, "rerank": {"enabled": False}}))
+    disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}, "rerank": {"enabled": False},
+                                        "train": {"enabled": False}}))  # fmt: skip
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(disabled))
     assert result.returncode == 0, result.stderr
-    assert not set(_jobs(result.stdout)) & {*MDCR_RULES, *RERANK_RULES}
+    assert not set(_jobs(result.stdout)) & {*MDCR_RULES, *RERANK_RULES, *TRAIN_RULES[:-1]}
 
 
 def test_import_mode_scores_the_given_files_without_building(workdir):

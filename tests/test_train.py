@@ -1,0 +1,334 @@
+"""citeval.train: the training graph, the two triplet samplers, training and reloading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from rerank_builder import write_papers
+
+from citeval.errors import ConfigError, InputDataError
+from citeval.models import ModelSpec, load_encoder
+from citeval.train import cli
+from citeval.train.embed import GraphEmbeddingSettings, embed_graph, load_embedding
+from citeval.train.fit import FitSettings, build_model, mean_triplet_loss, train_encoder
+from citeval.train.graph import Graph, build_training_graph
+from citeval.train.triplets import (
+    TripletSettings,
+    read_eligible,
+    sample_scincl,
+    sample_specter,
+    write_triplets,
+)
+
+
+def write_citations(directory: Path, edges: list[tuple[str, str]]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    citing, cited = zip(*sorted(edges), strict=True)
+    pq.write_table(
+        pa.table({"citing_id": list(citing), "cited_id": list(cited)}),
+        directory / "part-00000.parquet",
+    )
+    return directory
+
+
+def write_filtered(path: Path, ids: list[str]) -> Path:
+    pq.write_table(pa.table({"paper_id": sorted(ids)}), path)
+    return path
+
+
+def write_queries(directory: Path, ids: list[str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.table({"group": ["g"] * len(ids), "query_id": ids}), directory / "queries.parquet"
+    )
+    return directory
+
+
+def graph_of(tmp_path: Path, edges: list[tuple[str, str]], held_out=None) -> Path:
+    citations = write_citations(tmp_path / "citations", edges)
+    build_training_graph(citations, held_out or {}, tmp_path / "graph")
+    return tmp_path / "graph"
+
+
+# --- the training graph ------------------------------------------------------------------
+
+
+def test_graph_drops_every_held_out_query_and_its_edges(tmp_path: Path) -> None:
+    edges = [("t1", "a"), ("a", "t1"), ("v1", "b"), ("a", "b"), ("b", "c"), ("m1", "c"), ("c", "a")]
+    citations = write_citations(tmp_path / "citations", edges)
+    test_split = write_queries(tmp_path / "samples" / "dataset-test", ["t1"])
+    valid_split = write_queries(tmp_path / "samples" / "field-valid", ["v1", "absent"])
+    mdcr = tmp_path / "mdcr_test.json"
+    mdcr.write_text(json.dumps({"Biology": {"m1": {"true": ["c"]}}}))
+    assert cli.main(
+        ["graph", "--citations", str(citations), "--held-out-split", str(test_split),
+         "--held-out-split", str(valid_split), "--held-out-mdcr", str(mdcr),
+         "--output-dir", str(tmp_path / "graph")]
+    ) == 0  # fmt: skip
+    graph = Graph(tmp_path / "graph")
+    assert graph.ids == ["a", "b", "c"]
+    kept = {(graph.ids[s], graph.ids[t]) for s, t in zip(graph.citing, graph.cited, strict=True)}
+    assert kept == {("a", "b"), ("b", "c"), ("c", "a")}
+    report = json.loads((tmp_path / "graph" / "report.json").read_text())
+    assert report["held_out"] == {
+        "mdcr:mdcr_test.json": {"papers": 1, "in_graph": 1},
+        "split:dataset-test": {"papers": 1, "in_graph": 1},
+        "split:field-valid": {"papers": 2, "in_graph": 1},
+    }
+    assert (report["edges_before"], report["edges_removed"], report["edges"]) == (7, 4, 3)
+    assert (report["nodes_before"], report["nodes"]) == (6, 3)
+
+
+def test_graph_reports_a_bad_sample_folder(tmp_path: Path) -> None:
+    with pytest.raises(InputDataError, match=r"queries\.parquet"):
+        from citeval.train.graph import query_ids_of_split
+
+        query_ids_of_split(tmp_path)
+
+
+# --- SPECTER's sampler on a graph worked out by hand -------------------------------------
+
+# q cites a and b; a cites c; b cites a. For q: positives are a and b (what q cites); the
+# one hard negative is c (cited by a, not by q); the one easy negative is e, the only
+# eligible paper that is neither q, cited by q, nor the hard negative. x is not eligible
+# (no text) and never appears.
+SPECTER_EDGES = [("q", "a"), ("q", "b"), ("a", "c"), ("b", "a"), ("a", "x"), ("q", "x")]
+
+
+def test_specter_triplets_follow_the_definition(tmp_path: Path) -> None:
+    graph = Graph(graph_of(tmp_path, [*SPECTER_EDGES, ("e", "c")]))
+    eligible = read_eligible(
+        write_filtered(tmp_path / "f.parquet", ["q", "a", "b", "c", "e"]), graph
+    )
+    settings = TripletSettings(num_queries=10, per_query=2, hard_negatives=1, seed=3)
+    triplets = sample_specter(graph, eligible, settings)
+    rows = list(
+        zip(triplets.query, triplets.positive, triplets.negative, triplets.kind, strict=True)
+    )
+    assert [row for row in rows if row[0] == "q"] == [
+        ("q", "a", "c", "hard"),
+        ("q", "b", "e", "easy"),
+    ]
+    assert "x" not in {paper for row in rows for paper in row[:3]}
+    cites = {}
+    for source, target in [*SPECTER_EDGES, ("e", "c")]:
+        cites.setdefault(source, set()).add(target)
+    for query, positive, negative, kind in rows:
+        assert positive in cites[query]
+        assert negative not in cites[query] | {query}
+        if kind == "hard":
+            assert any(negative in cites.get(c, set()) for c in cites[query])
+    # Every eligible paper citing an eligible paper is a candidate query: q, a, b and e.
+    assert sorted(set(triplets.query)) == ["a", "b", "e", "q"]
+
+
+def test_specter_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    graph_dir = graph_of(tmp_path, [*SPECTER_EDGES, ("e", "c"), ("c", "b"), ("e", "b")])
+    filtered = write_filtered(tmp_path / "f.parquet", ["q", "a", "b", "c", "e"])
+    settings = TripletSettings(num_queries=3, per_query=2, hard_negatives=1, seed=5)
+    write_triplets("specter", graph_dir, filtered, settings, tmp_path / "one")
+    write_triplets("specter", graph_dir, filtered, settings, tmp_path / "two")
+    first = (tmp_path / "one" / "triplets.parquet").read_bytes()
+    assert first == (tmp_path / "two" / "triplets.parquet").read_bytes()
+    report = json.loads((tmp_path / "one" / "triplets_report.json").read_text())
+    assert (
+        report["queries"] == 3
+        and report["triplets"] == report["hard_negatives"] + report["easy_negatives"]
+    )
+
+
+# --- SciNCL's sampler on an embedding worked out by hand ---------------------------------
+
+
+def ring_graph(tmp_path: Path, n: int) -> Graph:
+    ids = [f"p{i:02d}" for i in range(n)]
+    return Graph(graph_of(tmp_path, [(ids[i], ids[(i + 1) % n]) for i in range(n)]))
+
+
+def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path) -> None:
+    # Node i sits at angle 0.05 * i**1.5 on the unit circle (no two gaps tie), so node 0's
+    # neighbours by cosine are 1, 2, 3, ... in order: positives = ranks 2..3 (k_positive 3,
+    # 2 of them), the hard negative = rank 6 (k_hard 6), easy negatives from ranks past 6.
+    n = 14
+    graph = ring_graph(tmp_path, n)
+    angles = 0.05 * np.arange(n) ** 1.5
+    embedding = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    eligible = np.arange(n)
+    settings = TripletSettings(
+        num_queries=n, per_query=2, hard_negatives=1, k_positive=3, k_hard=6, seed=1
+    )
+    triplets = sample_scincl(graph, eligible, embedding, settings)
+    rows = [
+        r
+        for r in zip(
+            triplets.query, triplets.positive, triplets.negative, triplets.kind, strict=True
+        )
+    ]
+    of_zero = [row for row in rows if row[0] == "p00"]
+    assert [row[1] for row in of_zero] == ["p02", "p03"]
+    assert of_zero[0][2:] == ("p06", "hard")
+    assert of_zero[1][3] == "easy" and int(of_zero[1][2][1:]) > 6
+    for query, positive, negative, kind in rows:
+        q = int(query[1:])
+        ranked = sorted((j for j in range(n) if j != q), key=lambda j: abs(angles[j] - angles[q]))
+        assert int(positive[1:]) in ranked[1:3]
+        if kind == "hard":
+            assert int(negative[1:]) == ranked[5]
+        else:
+            assert int(negative[1:]) in ranked[6:]
+
+
+def test_scincl_refuses_bands_deeper_than_the_corpus(tmp_path: Path) -> None:
+    graph = ring_graph(tmp_path, 5)
+    settings = TripletSettings(
+        num_queries=2, per_query=1, hard_negatives=1, k_positive=2, k_hard=10
+    )
+    with pytest.raises(ConfigError, match="k_hard=10"):
+        sample_scincl(graph, np.arange(5), np.eye(5, dtype=np.float32), settings)
+
+
+def test_bad_triplet_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="overlap"):
+        TripletSettings(per_query=5, hard_negatives=2, k_positive=25, k_hard=26).check("scincl")
+    with pytest.raises(ConfigError, match="sampler"):
+        TripletSettings().check("graph")
+
+
+def test_graph_embedding_is_seeded(tmp_path: Path) -> None:
+    graph_dir = graph_of(tmp_path, [*SPECTER_EDGES, ("e", "c"), ("c", "b")])
+    settings = GraphEmbeddingSettings(dim=4, iterations=2, seed=7)
+    embed_graph(graph_dir, settings, tmp_path / "one")
+    embed_graph(graph_dir, settings, tmp_path / "two")
+    first = load_embedding(tmp_path / "one")
+    assert first.shape == (Graph(graph_dir).num_nodes, 4) and first.dtype == np.float32
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    assert first.tobytes() == load_embedding(tmp_path / "two").tobytes()
+
+
+# --- training ----------------------------------------------------------------------------
+
+# Anchors and positives share their topic words; negatives are about something else.
+TOPICS = [
+    "protein cell gene",
+    "neural network learning",
+    "climate water soil",
+    "market economic policy",
+]
+
+
+def triplet_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    texts, rows = {}, []
+    for t, topic in enumerate(TOPICS):
+        other = TOPICS[(t + 1) % len(TOPICS)]
+        for i in range(4):
+            texts[f"q{t}{i}"] = (topic, f"{topic} study {i}")
+            texts[f"p{t}{i}"] = (topic, f"we report {topic} results")
+            texts[f"n{t}{i}"] = (other, f"we report {other} results")
+            rows.append((f"q{t}{i}", f"p{t}{i}", f"n{t}{i}", "easy"))
+    papers = write_papers(tmp_path / "papers", texts)
+    query, positive, negative, kind = zip(*rows, strict=True)
+    path = tmp_path / "triplets.parquet"
+    pq.write_table(
+        pa.table({"query_id": list(query), "positive_id": list(positive),
+                  "negative_id": list(negative), "negative_kind": list(kind)}),
+        path,
+    )  # fmt: skip
+    return path, papers
+
+
+def tiny_spec(tiny_bert_dir: Path) -> ModelSpec:
+    return ModelSpec(
+        name="tiny", path=str(tiny_bert_dir), pooling="cls", similarity="l2", max_length=32
+    )
+
+
+def test_training_lowers_the_triplet_loss_and_reloads_through_the_registry(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
+    from sentence_transformers.sentence_transformer.losses import TripletLoss
+
+    from citeval.train.fit import read_triplet_texts, triplet_distance
+
+    triplets, papers = triplet_inputs(tmp_path)
+    spec = tiny_spec(tiny_bert_dir)
+    settings = FitSettings(
+        epochs=8, batch_size=4, gradient_accumulation=1, learning_rate=5e-3, seed=2
+    )
+
+    def loss_of(model) -> float:
+        texts = read_triplet_texts(triplets, papers, model.tokenizer.sep_token)
+        loss = TripletLoss(model, distance_metric=triplet_distance("l2"), triplet_margin=1.0)
+        return mean_triplet_loss(model, loss, texts, batch_size=8)
+
+    before = loss_of(build_model(spec, "cpu"))
+    model_dir = train_encoder(triplets, papers, spec, settings, tmp_path / "out", device="cpu")
+    trained = build_model(
+        ModelSpec(
+            name="trained", path=str(model_dir), pooling="cls", similarity="l2", max_length=32
+        ),
+        "cpu",
+    )
+    after = loss_of(trained)
+    assert after < 0.5 * before, (before, after)
+
+    training = json.loads((model_dir / "training.json").read_text())
+    assert training["num_triplets"] == 16 and training["steps"] == 32
+    assert training["loss_history"] and not (tmp_path / "out" / "checkpoints").exists()
+
+    # The registry loads the saved folder (citeval.models.Encoder) and embeds as the
+    # trained model did before it was saved.
+    titles = ["protein cell gene", "market economic policy"]
+    abstracts = ["we report protein results", "a study of markets"]
+    encoder = load_encoder(
+        ModelSpec(name="trained", path=str(model_dir), pooling="cls", max_length=32), "cpu"
+    )
+    from citeval.models import build_text
+
+    texts = [
+        build_text(t, a, trained.tokenizer.sep_token)
+        for t, a in zip(titles, abstracts, strict=True)
+    ]
+    expected = trained.encode(texts, convert_to_numpy=True)
+    got = encoder.encode(titles, abstracts).vectors
+    assert np.allclose(got, expected, atol=1e-5)
+
+    # A finished run is never redone.
+    stamp = (model_dir / "training.json").stat().st_mtime_ns
+    train_encoder(triplets, papers, spec, settings, tmp_path / "out", device="cpu")
+    assert (model_dir / "training.json").stat().st_mtime_ns == stamp
+
+
+def test_training_is_byte_identical_for_a_seed(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    triplets, papers = triplet_inputs(tmp_path)
+    spec = tiny_spec(tiny_bert_dir)
+    settings = FitSettings(
+        epochs=1, batch_size=4, gradient_accumulation=1, learning_rate=1e-3, seed=4
+    )
+    one = train_encoder(triplets, papers, spec, settings, tmp_path / "one", device="cpu")
+    two = train_encoder(triplets, papers, spec, settings, tmp_path / "two", device="cpu")
+    assert (one / "model.safetensors").read_bytes() == (two / "model.safetensors").read_bytes()
+
+
+def test_training_refuses_aspire_pooling(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    spec = ModelSpec(name="a", path=str(tiny_bert_dir), pooling="aspire")
+    with pytest.raises(ConfigError, match="cls or mean"):
+        build_model(spec, "cpu")
+
+
+def test_fit_reports_a_paper_missing_from_the_corpus(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    triplets, _ = triplet_inputs(tmp_path)
+    papers = write_papers(tmp_path / "few", {"q00": ("t", "a")})
+    with pytest.raises(InputDataError, match=r"triplets.parquet:2 \(field 'query_id'\)"):
+        train_encoder(
+            triplets,
+            papers,
+            tiny_spec(tiny_bert_dir),
+            FitSettings(),
+            tmp_path / "out",
+            device="cpu",
+        )

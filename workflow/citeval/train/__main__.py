@@ -1,0 +1,5 @@
+import sys
+
+from citeval.train.cli import main
+
+sys.exit(main())

@@ -1,0 +1,230 @@
+"""Fine-tune an encoder on triplets with sentence-transformers' trainer and a triplet loss.
+
+SciNCL (§4.3) continues SciBERT's training with the triplet margin loss
+max(d(q, p) − d(q, n) + ξ, 0) on [CLS] vectors of "title [SEP] abstract" (512 tokens),
+with L2 distance, ξ = 1, AdamW at 2e-5, 2 epochs and an effective batch of 32. Here:
+
+* the model is the base registry entry's transformer with the entry's pooling (cls or
+  mean), as :class:`citeval.models.Encoder` embeds it, and the texts are built the same
+  way (:func:`citeval.models.build_text`, ``max_length`` tokens);
+* the distance is the one the model is evaluated with (``similarity``): l2 → Euclidean,
+  cosine → 1 − cosine, ip → the negative inner product;
+* ``SentenceTransformerTrainer`` runs the loop (AdamW, linear warm-up and decay, fp16 on
+  CUDA), saves a checkpoint every ``save_steps`` and resumes from the latest one;
+* the finished model is a sentence-transformers folder written atomically to
+  ``<output>/model`` with ``training.json``; when that file exists, nothing is redone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from citeval.errors import ConfigError, InputDataError
+from citeval.io import atomic_path, file_fingerprint, write_json
+from citeval.models import (
+    ModelSpec,
+    build_text,
+    resolve_device,
+    resolve_model_path,
+    transformer_dir,
+)
+
+LOG = logging.getLogger(__name__)
+FINAL_DIR = "model"
+TRAINING_JSON = "training.json"
+CHECKPOINT_DIR = "checkpoints"
+_POOLINGS = {"cls": "cls", "mean": "mean"}
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """``train.fit`` of the config; the defaults are SciNCL's."""
+
+    epochs: int = 2
+    batch_size: int = 8
+    gradient_accumulation: int = 4
+    learning_rate: float = 2e-5
+    weight_decay: float = 0.01
+    warmup_steps: int = 0
+    margin: float = 1.0
+    max_steps: int = -1
+    seed: int = 0
+
+
+def negative_inner_product(x: Any, y: Any) -> Any:
+    """Triplet distance for models evaluated by inner product."""
+    return -(x * y).sum(dim=-1)
+
+
+def triplet_distance(similarity: str) -> Any:
+    from sentence_transformers.sentence_transformer.losses import TripletDistanceMetric
+
+    distances = {
+        "l2": TripletDistanceMetric.EUCLIDEAN,
+        "cosine": TripletDistanceMetric.COSINE,
+        "ip": negative_inner_product,
+    }
+    return distances[similarity]
+
+
+def build_model(spec: ModelSpec, device: str = "auto") -> Any:
+    """A SentenceTransformer of the registry entry: its transformer and its pooling."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    if spec.pooling not in _POOLINGS or spec.adapter:
+        raise ConfigError(
+            f"models.{spec.name}: training supports cls or mean pooling without an adapter, "
+            f"not pooling={spec.pooling!r} adapter={spec.adapter!r}"
+        )
+    root = resolve_model_path(spec.path)
+    transformer = Transformer(
+        transformer_dir(root) if os.path.isdir(root) else root, max_seq_length=spec.max_length
+    )
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode=_POOLINGS[spec.pooling])
+    return SentenceTransformer(modules=[transformer, pooling], device=str(resolve_device(device)))
+
+
+def read_triplet_texts(
+    triplets_path: str | os.PathLike, papers_dir: str | os.PathLike, sep: str
+) -> dict[str, list[str]]:
+    """``{"anchor": [...], "positive": [...], "negative": [...]}`` texts of the triplets."""
+    from citeval.rerank.data import read_papers
+
+    path = Path(triplets_path)
+    if not path.is_file():
+        raise InputDataError("not found", path=str(path))
+    table = pq.read_table(path)
+    columns = {"anchor": "query_id", "positive": "positive_id", "negative": "negative_id"}
+    ids = {role: table.column(column).to_pylist() for role, column in columns.items()}
+    texts = read_papers(papers_dir, {paper for values in ids.values() for paper in values})
+    for role, column in columns.items():
+        for row, paper_id in enumerate(ids[role]):
+            if paper_id not in texts:
+                raise InputDataError(
+                    f"paper {paper_id!r} is not in the papers corpus",
+                    path=str(path), line=row + 1, field=column,
+                )  # fmt: skip
+    return {role: [build_text(*texts[p], sep) for p in values] for role, values in ids.items()}
+
+
+def mean_triplet_loss(model: Any, loss: Any, texts: dict[str, list[str]], batch_size: int) -> float:
+    """The loss over every triplet with the model in eval mode (no dropout, no update)."""
+    import torch
+
+    distance = loss.distance_metric
+    total = 0.0
+    for start in range(0, len(texts["anchor"]), batch_size):
+        vectors = [
+            model.encode(texts[role][start : start + batch_size], convert_to_tensor=True)
+            for role in ("anchor", "positive", "negative")
+        ]
+        with torch.no_grad():
+            margins = distance(vectors[0], vectors[1]) - distance(vectors[0], vectors[2])
+            total += float(torch.relu(margins + loss.triplet_margin).sum())
+    return total / len(texts["anchor"])
+
+
+def _latest_checkpoint(checkpoints: Path) -> Path | None:
+    found = [p for p in checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+def train_encoder(
+    triplets_path: str | os.PathLike,
+    papers_dir: str | os.PathLike,
+    spec: ModelSpec,
+    settings: FitSettings,
+    output_dir: str | os.PathLike,
+    *,
+    device: str = "auto",
+    save_steps: int = 500,
+    logging_steps: int = 10,
+) -> Path:
+    """Train ``spec``'s model on the triplets and save it to ``<output_dir>/model``."""
+    from datasets import Dataset
+    from sentence_transformers import (
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.sentence_transformer.losses import TripletLoss
+
+    output = Path(output_dir)
+    final = output / FINAL_DIR
+    if (final / TRAINING_JSON).is_file():
+        LOG.info("%s exists: training is finished, nothing to do", final / TRAINING_JSON)
+        return final
+    started = time.perf_counter()
+    model = build_model(spec, device)
+    on_cuda = model.device.type == "cuda"
+    texts = read_triplet_texts(triplets_path, papers_dir, model.tokenizer.sep_token)
+    loss = TripletLoss(
+        model, distance_metric=triplet_distance(spec.similarity), triplet_margin=settings.margin
+    )
+    checkpoints = output / CHECKPOINT_DIR
+    arguments = SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoints),
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.gradient_accumulation,
+        learning_rate=settings.learning_rate,
+        weight_decay=settings.weight_decay,
+        warmup_steps=settings.warmup_steps,
+        lr_scheduler_type="linear",
+        seed=settings.seed,
+        data_seed=settings.seed,
+        fp16=on_cuda,
+        use_cpu=not on_cuda,
+        save_strategy="steps",
+        save_steps=save_steps,
+        save_total_limit=1,
+        logging_steps=logging_steps,
+        report_to="none",
+        dataloader_num_workers=0,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=arguments, train_dataset=Dataset.from_dict(texts), loss=loss
+    )
+    resume = _latest_checkpoint(checkpoints)
+    if resume is not None:
+        LOG.info("resuming from %s", resume)
+    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    seconds = time.perf_counter() - started
+    with atomic_path(final) as temporary:
+        model.save(str(temporary))
+        write_json(
+            {
+                "base": spec.to_config(),
+                "settings": asdict(settings),
+                "triplets": str(triplets_path),
+                "triplets_sha256": file_fingerprint(triplets_path),
+                "num_triplets": len(texts["anchor"]),
+                "steps": int(result.global_step),
+                "train_loss": float(result.training_loss),
+                "loss_history": [
+                    {"step": entry["step"], "loss": entry["loss"]}
+                    for entry in trainer.state.log_history
+                    if "loss" in entry
+                ],
+                "device": model.device.type,
+                "fp16": on_cuda,
+                "seconds": round(seconds, 3),
+                "train_seconds": round(float(result.metrics["train_runtime"]), 3),
+                "triplets_per_second": round(float(result.metrics["train_samples_per_second"]), 3),
+            },
+            temporary / TRAINING_JSON,
+        )
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    LOG.info(
+        "trained %s on %d triplets in %.1f s: %s", spec.name, len(texts["anchor"]), seconds, final
+    )
+    return final
