@@ -34,12 +34,12 @@ SETUPS = [
     for setup, key in (("dataset", "dataset_level"), ("field", "field_level"))
     if config["sampling"][key]["enabled"]
 ]
-# Encoders trained on the corpus's citation graph (rules/train.smk) join the registry as
-# their base entry with the trained folder as path, and are evaluated like any encoder.
+# Encoders trained on the corpus's citation graph (rules/train.smk): every train.models
+# entry joins the registry as its base entry with the trained folder as path; those listed
+# in encode.models are trained, then evaluated like any encoder.
 TRAIN = config["train"]
 TRAIN_DIR = f"{RESULTS}/train"
-TRAINED_MODELS = dict(TRAIN["models"]) if TRAIN["enabled"] else {}
-for _name, _entry in TRAINED_MODELS.items():
+for _name, _entry in TRAIN["models"].items():
     if _name in config["models"]:
         raise ValueError(f"train.models.{_name}: the registry already has a model of that name")
     if _entry["base"] not in config["models"]:
@@ -48,7 +48,8 @@ for _name, _entry in TRAINED_MODELS.items():
         **config["models"][_entry["base"]],
         "path": f"./{TRAIN_DIR}/{_name}/model",
     }
-DENSE_MODELS = [*config["encode"]["models"], *TRAINED_MODELS]
+DENSE_MODELS = list(config["encode"]["models"])
+TRAINED_MODELS = {name: TRAIN["models"][name] for name in DENSE_MODELS if name in TRAIN["models"]}
 FUSIONS = {fusion["name"]: fusion for fusion in config["fusion"]}
 FIRST_STAGES = ["bm25", *DENSE_MODELS, *FUSIONS]
 RERANK = config["rerank"]

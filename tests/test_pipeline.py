@@ -47,7 +47,7 @@ def pipeline_config(tiny_model: Path) -> dict:
     config["models"] = {
         "tiny": {"path": str(tiny_model), "pooling": "cls", "max_length": 128, "batch_size": 16}
     }
-    config["encode"]["models"] = ["tiny"]
+    config["encode"]["models"] = ["tiny", *TRAINED]
     config["fusion"] = [{"name": "rrf", "runs": ["bm25", "tiny"]}]
     # A cross-encoder on the tiny BERT, reranking BM25 and the tiny encoder's runs.
     config["rerank"] = {
@@ -63,7 +63,6 @@ def pipeline_config(tiny_model: Path) -> dict:
     }  # fmt: skip
     # Both triplet samplers fine-tune the tiny BERT on the corpus's citation graph.
     config["train"] = {
-        "enabled": True,
         "models": {"tiny_scincl": {"sampler": "scincl", "base": "tiny"},
                    "tiny_specter": {"sampler": "specter", "base": "tiny"}},
         "graph_embedding": {"dim": 8},

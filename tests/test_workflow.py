@@ -59,9 +59,10 @@ def test_invalid_config_value_fails_before_any_job_naming_the_key(workdir, secti
 
 
 def test_snakemake_lint_is_clean(workdir):
-    # Training's rule file is included only when it is on, which the default config is not.
+    # Training's rule file is included only when a trained model is evaluated, which the
+    # default config does not do.
     training = workdir / "train.yaml"
-    training.write_text(yaml.safe_dump({"train": {"enabled": True}}))
+    training.write_text(yaml.safe_dump({"encode": {"models": TRAINABLE}}))
     result = snakemake(workdir, "--lint", "--configfile", str(training))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr
@@ -161,6 +162,7 @@ MDCR_RULES = (
     "mdcr_build", "mdcr_score_bm25", "mdcr_score_dense", "mdcr_score_fusion",
     "mdcr_evaluate", "mdcr_tables",
 )  # fmt: skip
+TRAINABLE = ["minilm", "minilm_scincl", "minilm_specter"]
 TRAIN_RULES = ("train_graph", "train_graph_embedding", "train_triplets", "train_encoder", "encode")
 RERANK_RULES = ("sample_train", "rerank_train", "rerank", "mdcr_score_rerank", "rerank_tradeoff")
 
@@ -183,9 +185,9 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
     samples = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
     result = snakemake(workdir, *samples, "--cores", "2")
     assert result.returncode == 0, result.stderr[-4000:]
-    # With the config's train block switched on (its models are the default config's).
+    # With the default config's two trainable encoders listed for evaluation.
     training = workdir / "train.yaml"
-    training.write_text(yaml.safe_dump({"train": {"enabled": True}}))
+    training.write_text(yaml.safe_dump({"encode": {"models": TRAINABLE}}))
     result = snakemake(workdir, "-n", "-p", "--cores", "2", "--configfile", str(training))
     assert result.returncode == 0, result.stderr
     jobs = _jobs(result.stdout)
@@ -243,8 +245,7 @@ def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
     ]  # fmt: skip
     assert "bm25>ce@20" in words[words.index("--models") + 1 : words.index("--rerank-models")]
     disabled = workdir / "no-mdcr.yaml"
-    disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}, "rerank": {"enabled": False},
-                                        "train": {"enabled": False}}))  # fmt: skip
+    disabled.write_text(yaml.safe_dump({"mdcr": {"enabled": False}, "rerank": {"enabled": False}}))
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(disabled))
     assert result.returncode == 0, result.stderr
     assert not set(_jobs(result.stdout)) & {*MDCR_RULES, *RERANK_RULES, *TRAIN_RULES[:-1]}
