@@ -12,6 +12,9 @@ configfile: "config/config.yaml"
 validate(config, "config/schema.yaml")
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/synth.smk"
 include: "rules/ingest.smk"

@@ -193,6 +193,7 @@ def test_metric_files(wildcards=None):
 def final_outputs(wildcards):
     return [
         f"{RESULTS}/tables/provenance.json",
+        *PLOT_FILES.values(),
         *test_metric_files(),
         *mdcr_outputs(),
         *rerank_outputs(),
@@ -208,6 +209,23 @@ def shell_words(*words):
 
 
 # --- tables ------------------------------------------------------------------
+
+# The report command's tables (report/<caption>.rst describes each in `snakemake --report`).
+REPORT_TABLES = {
+    caption: f"{RESULTS}/tables/{name}.tsv"
+    for caption, name, present in (
+        ("table1", "table1_dataset_level", "dataset" in SETUPS),
+        ("table2", "table2_field_level_map", "field" in SETUPS),
+        ("table7", "table7_field_level_ndcg", "field" in SETUPS),
+        ("table8", "table8_field_level_recall", "field" in SETUPS),
+        ("table_rerank", "table_rerank_dataset_level", RERANKER and "dataset" in SETUPS),
+    )
+    if present
+}
+
+
+def report_item(path, caption, category):
+    return report(path, caption=f"../report/{caption}.rst", category=category)
 
 # Paired tests of every table's models against report.baseline (docs/significance.md);
 # a null baseline writes the tables without them.
@@ -601,3 +619,16 @@ def fit_arguments(wildcards):
         "--seed", config["seed"],
         "--device", fit["device"],
     )
+
+
+# --- plots ------------------------------------------------------------------
+
+# Figure -> the table TSV it is drawn from (citeval.plots).
+PLOT_SOURCES = {
+    "map_by_pool_size": ("table1", REPORT_TABLES.get("table1")),
+    "field_map": ("table2", REPORT_TABLES.get("table2")),
+    "mdcr_types": ("table4", f"{RESULTS}/tables/table4_mdcr_types.tsv" if mdcr_outputs() else None),
+}
+PLOT_FILES = {
+    name: f"{RESULTS}/tables/plots/{name}.png" for name, (_, table) in PLOT_SOURCES.items() if table
+}

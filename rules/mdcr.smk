@@ -151,8 +151,10 @@ rule mdcr_tables:
         evaluations=expand(f"{MDCR_DIR}/eval/test/{{model}}.tsv", model=MDCR_MODELS),
         per_query=expand(f"{MDCR_DIR}/eval/test/{{model}}.per_query.tsv", model=MDCR_MODELS),
     output:
-        multiext(f"{RESULTS}/tables/table3_mdcr", ".tsv", ".md"),
-        multiext(f"{RESULTS}/tables/table4_mdcr_types", ".tsv", ".md"),
+        report_item(f"{RESULTS}/tables/table3_mdcr.tsv", "table3", "Tables"),
+        f"{RESULTS}/tables/table3_mdcr.md",
+        report_item(f"{RESULTS}/tables/table4_mdcr_types.tsv", "table4", "Tables"),
+        f"{RESULTS}/tables/table4_mdcr_types.md",
     params:
         evaluations=lambda wildcards, input: shell_words(
             *(f"{model}={path}" for model, path in zip(MDCR_MODELS, input.evaluations))

@@ -120,7 +120,9 @@ rule rerank_tradeoff:
     input:
         unpack(tradeoff_inputs),
     output:
-        multiext(f"{RESULTS}/tables/tradeoff", ".tsv", ".md", ".png"),
+        f"{RESULTS}/tables/tradeoff.tsv",
+        f"{RESULTS}/tables/tradeoff.md",
+        report_item(f"{RESULTS}/tables/tradeoff.png", "tradeoff", "Figures"),
     params:
         arguments=tradeoff_arguments,
         title=f"Reranking trade-off, dataset-level {RERANK_TRADEOFF_COLLECTION}",

@@ -24,11 +24,13 @@ TRAINED = ["tiny_scincl", "tiny_specter"]
 pytestmark = pytest.mark.slow
 
 
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, config: str = "config.yaml"
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     command = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
+        "--directory", str(workdir), "--configfile", str(workdir / config),
         "--cores", "2", *args,
     ]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -176,6 +178,94 @@ def test_training_graph_holds_no_evaluation_query(two_runs):
     for name in TRAINED:
         training = json.loads((out / "train" / name / "model" / "training.json").read_text())
         assert training["num_triplets"] > 0 and training["steps"] > 0
+
+
+def test_visual_report_holds_the_tables_and_figures(two_runs):
+    out = two_runs[0] / "results" / "e2e" / "tables"
+    figures = ["map_by_pool_size.png", "field_map.png", "mdcr_types.png"]
+    assert all((out / "plots" / name).stat().st_size > 10_000 for name in figures)
+    report = two_runs[0] / "report.html"
+    result = snakemake(two_runs[0], "--report", str(report))
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = report.read_text()
+    for name in [*figures, "tradeoff.png", "table1_dataset_level.tsv", "table4_mdcr_types.tsv"]:
+        assert name in html, name
+    assert "how quickly" in html  # a figure's caption (report/map_by_pool_size.rst)
+
+
+def planned_jobs(workdir: Path, change) -> dict[str, list[str]]:
+    """Rule -> output lines of the jobs a dry run plans after ``change(config)``."""
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    change(config)
+    (workdir / "variant.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(workdir, "-n", config="variant.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs: dict[str, list[str]] = {}
+    rule = None
+    for line in result.stdout.splitlines():
+        if line.startswith(("rule ", "localrule ", "checkpoint ")) and line.endswith(":"):
+            rule = line.split()[1].rstrip(":")
+            jobs.setdefault(rule, [])
+        elif rule and line.strip().startswith("output:"):
+            jobs[rule].append(line.strip().removeprefix("output:").strip())
+    jobs.pop("all", None)
+    return jobs
+
+
+UPSTREAM = {"synth", "ingest_parse", "ingest_merge", "prefilter", "sample", "embed_ids"}
+AGGREGATES = {"report", "plots", "mdcr_tables", "rerank_tradeoff"}
+TRAIN_RULES = {"train_graph", "train_graph_embedding", "train_triplets", "train_encoder"}
+
+
+def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(two_runs):
+    def change(config):
+        config["bm25"]["tune"]["k1_grid"] = [0.8, 1.2]
+
+    jobs = planned_jobs(two_runs[0], change)
+    assert {"bm25_tune", "bm25_search", "metrics", "report"} <= set(jobs)
+    untouched = {"encode", "bm25_index", "dense_retrieve", *TRAIN_RULES}
+    assert not set(jobs) & (UPSTREAM | untouched)
+
+
+def test_changing_one_model_reruns_only_its_jobs_and_their_dependents(two_runs):
+    def change(config):
+        config["models"]["tiny"]["batch_size"] = 8
+
+    jobs = planned_jobs(two_runs[0], change)
+    # tiny's embeddings, and the encoders trained from it (their base entry changed).
+    assert {"encode", "dense_retrieve", "metrics", "report"} <= set(jobs)
+    assert all("/tiny" in out or "tiny_" in out for out in jobs["encode"] + jobs["dense_retrieve"])
+    assert not set(jobs) & (UPSTREAM | {"bm25_index", "bm25_tune", "bm25_search", "train_graph"})
+
+
+def test_adding_a_model_only_adds_jobs(two_runs):
+    def change(config):
+        config["fusion"].append({"name": "rrf2", "runs": ["bm25", "tiny_scincl"], "k": 60})
+        # MDCR's model-based types are chosen among the compared models: fixed here.
+        config["mdcr"] = {"models": ["bm25", "tiny", "tiny_scincl", "tiny_specter", "rrf"]}
+
+    jobs = planned_jobs(two_runs[0], change)
+    for rule, outputs in jobs.items():
+        if rule not in AGGREGATES:
+            assert all("rrf2" in out for out in outputs), (rule, outputs)
+    assert "fuse" in jobs and "mdcr_score_fusion" in jobs
+
+
+def test_changing_the_corpus_reruns_everything(two_runs):
+    def change(config):
+        config["corpus"]["synthetic"]["num_papers"] += 1
+
+    jobs = planned_jobs(two_runs[0], change)
+    assert {*UPSTREAM, "bm25_index", "encode", "train_encoder", "rerank_train", "report"} <= set(
+        jobs
+    )
+
+
+def test_changing_table_formatting_reruns_only_the_tables(two_runs):
+    def change(config):
+        config.setdefault("report", {}).setdefault("significance", {})["alpha"] = 0.01
+
+    assert set(planned_jobs(two_runs[0], change)) <= AGGREGATES
 
 
 def test_second_dry_run_has_nothing_to_do(two_runs):

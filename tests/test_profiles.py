@@ -1,0 +1,143 @@
+"""The SLURM and local-GPU profiles, as Snakemake and the SLURM executor read them.
+
+The sbatch lines are rendered by the executor plugin's own functions
+(``get_submit_command`` and ``set_gres_string``) from each job's resources and threads as
+the dry run prints them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+GPU_RULES = {
+    "encode", "rerank_train", "rerank", "mdcr_score_dense", "mdcr_score_rerank",
+    "train_encoder",
+}  # fmt: skip
+EVALUATED = {"encode": {"models": ["minilm", "minilm_scincl", "minilm_specter"]}}
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), *args,
+    ]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+
+
+class Resources(dict):
+    """What the plugin reads from ``job.resources``: ``.get`` and attributes."""
+
+    __getattr__ = dict.get
+
+
+def dry_run_jobs(stdout: str) -> dict[str, SimpleNamespace]:
+    """The first job of every rule in a dry run: its resources and threads."""
+    jobs: dict[str, SimpleNamespace] = {}
+    current = None
+    for line in stdout.splitlines():
+        stripped = line.strip()
+        if line.startswith(("rule ", "localrule ", "checkpoint ")) and line.endswith(":"):
+            name = line.split()[1].rstrip(":")
+            current = None if name in jobs else SimpleNamespace(name=name, threads=1)
+            if current is not None:
+                jobs[name] = current
+        elif current is not None and stripped.startswith("threads:"):
+            current.threads = int(stripped.split(":")[1])
+        elif current is not None and stripped.startswith("resources:"):
+            values = {}
+            for item in stripped.removeprefix("resources:").split(","):
+                key, _, value = item.strip().partition("=")
+                values[key] = int(value) if value.isdigit() else value
+            current.resources = Resources(values)
+    return jobs
+
+
+def sbatch(job: SimpleNamespace) -> str:
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    params = {
+        "run_uuid": "run", "slurm_logfile": "log", "comment_str": job.name, "account": "",
+        "partition": f"-p {job.resources['slurm_partition']}", "workdir": "",
+    }  # fmt: skip
+    return get_submit_command(job, params) + set_gres_string(job)
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory) -> Path:
+    """A working directory where the default config has run up to sampling, so the dry
+    run shows every job; the two trainable encoders are listed for evaluation."""
+    workdir = tmp_path_factory.mktemp("profiles")
+    (workdir / "config").symlink_to(REPO / "config")
+    (workdir / "profiles").symlink_to(REPO / "profiles")
+    (workdir / "evaluated.yaml").write_text(yaml.safe_dump(EVALUATED))
+    fresh = snakemake(workdir, "--profile", "profiles/slurm", "-n")
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    (workdir / "fresh-dry-run.txt").write_text(fresh.stdout)
+    samples = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
+    result = snakemake(workdir, *samples, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def test_slurm_renders_the_merge_encode_bm25_and_rerank_jobs(sampled):
+    fresh = dry_run_jobs((sampled / "fresh-dry-run.txt").read_text())
+    merge = sbatch(fresh["ingest_merge"])
+    assert " -p cpu" in merge and " --mem 32000" in merge and " -t 720" in merge
+    assert "--cpus-per-task=8" in merge and "--gpus" not in merge
+
+    result = snakemake(
+        sampled,
+        "--profile",
+        "profiles/slurm",
+        "-n",
+        "--configfile",
+        str(sampled / "evaluated.yaml"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = dry_run_jobs(result.stdout)
+    expected = {
+        "encode": (" -p gpu", " --mem 32000", " -t 480", "--cpus-per-task=8", " --gpus=1"),
+        "bm25_index": (" -p cpu", " --mem 16000", " -t 120", "--cpus-per-task=8"),
+        "rerank": (" -p gpu", " --mem 16000", " -t 240", "--cpus-per-task=8", " --gpus=1"),
+        "train_encoder": (" -p gpu", " --mem 32000", " -t 1440", " --gpus=1"),
+    }
+    for rule, parts in expected.items():
+        line = sbatch(jobs[rule])
+        assert all(part in line for part in parts), (rule, line)
+    for rule, job in jobs.items():
+        assert (job.resources.get("gpu") == 1) == (rule in GPU_RULES), rule
+        assert "mem_mb" in job.resources and "runtime" in job.resources, rule
+
+
+def test_local_gpu_profile_gives_every_gpu_job_the_one_gpu(sampled):
+    profile = yaml.safe_load((REPO / "profiles" / "local-gpu" / "config.yaml").read_text())
+    assert profile["resources"] == {"gpu": 1}
+    assert set(profile["set-resources"]) == GPU_RULES
+    slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert {
+        rule for rule, values in slurm["set-resources"].items() if values.get("gpu")
+    } == GPU_RULES
+
+    result = snakemake(
+        sampled,
+        "--profile",
+        "profiles/local-gpu",
+        "-n",
+        "--configfile",
+        str(sampled / "evaluated.yaml"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = dry_run_jobs(result.stdout)
+    assert set(jobs) >= GPU_RULES
+    for rule, job in jobs.items():
+        assert (job.resources.get("gpu") == 1) == (rule in GPU_RULES), rule
