@@ -20,7 +20,6 @@ import yaml
 from citeval.collections import read_collections, tuning_collections
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINED = ["tiny_scincl", "tiny_specter"]
 pytestmark = pytest.mark.slow
 
 
@@ -49,7 +48,7 @@ def pipeline_config(tiny_model: Path) -> dict:
     config["models"] = {
         "tiny": {"path": str(tiny_model), "pooling": "cls", "max_length": 128, "batch_size": 16}
     }
-    config["encode"]["models"] = ["tiny", *TRAINED]
+    config["encode"]["models"] = ["tiny"]
     config["fusion"] = [{"name": "rrf", "runs": ["bm25", "tiny"]}]
     # A cross-encoder on the tiny BERT, reranking BM25 and the tiny encoder's runs.
     config["rerank"] = {
@@ -62,14 +61,6 @@ def pipeline_config(tiny_model: Path) -> dict:
         "batch_size": 16,
         "train": {"num_queries": 20, "pool_size": 300, "years_before": 3, "learning_rate": 1e-3,
                   "warmup_steps": 2, "batch_size": 8, "epochs": 1},
-    }  # fmt: skip
-    # Both triplet samplers fine-tune the tiny BERT on the corpus's citation graph.
-    config["train"] = {
-        "models": {"tiny_scincl": {"sampler": "scincl", "base": "tiny"},
-                   "tiny_specter": {"sampler": "specter", "base": "tiny"}},
-        "graph_embedding": {"dim": 8},
-        "triplets": {"num_queries": 20, "scincl": {"k_positive": 8, "k_hard": 40}},
-        "fit": {"epochs": 1, "batch_size": 8, "gradient_accumulation": 1, "learning_rate": 1e-4},
     }  # fmt: skip
     return config
 
@@ -91,7 +82,7 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
     out = two_runs[0] / "results" / "e2e"
     table1 = (out / "tables" / "table1_dataset_level.tsv").read_text().splitlines()
     assert table1[0].split("\t") == ["model", "600 MAP", "600 NDCG", "600 R@30"]
-    rows = ["bm25", "tiny", *TRAINED, "rrf", "bm25>ce@5", "bm25>ce@10", "tiny>ce@5", "tiny>ce@10"]
+    rows = ["bm25", "tiny", "rrf", "bm25>ce@5", "bm25>ce@10", "tiny>ce@5", "tiny>ce@10"]
     assert [row.split("\t")[0] for row in table1[1:]] == rows
     table2 = (out / "tables" / "table2_field_level_map.tsv").read_text().splitlines()
     assert table2[0].split("\t") == ["model", "Biology", "Computer Science", "Art", "AVG"]
@@ -101,8 +92,7 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
     assert 5.0 < bm25_map <= 100.0, "BM25 should find the synthetic corpus's lexical signal"
     runs = sorted((out / "runs").rglob("*.trec"))
     reranked = {f"{first}.ce@{k}.trec" for first in ("bm25", "tiny") for k in (5, 10)}
-    first_stages = {"bm25.trec", "tiny.trec", "rrf.trec", *(f"{name}.trec" for name in TRAINED)}
-    assert {run.name for run in runs} == first_stages | reranked
+    assert {run.name for run in runs} == {"bm25.trec", "tiny.trec", "rrf.trec", *reranked}
     rerank = (out / "tables" / "table_rerank_dataset_level.tsv").read_text().splitlines()
     assert rerank[0].split("\t")[1:] == [
         f"600 {m}" for m in ("MAP", "NDCG", "R@30", "R@10", "MRR", "F1@20")
@@ -130,11 +120,11 @@ def test_mdcr_is_built_scored_and_tabulated_for_every_model(two_runs):
     table3 = (out / "tables" / "table3_mdcr.tsv").read_text().splitlines()
     header = table3[0].split("\t")
     assert header[0] == "model" and header[-3:] == ["AVG MAP", "AVG NDCG", "AVG R@5"]
-    assert [row.split("\t")[0] for row in table3[1:]] == ["bm25", "tiny", *TRAINED, "rrf", "ce"]
+    assert [row.split("\t")[0] for row in table3[1:]] == ["bm25", "tiny", "rrf", "ce"]
     table4 = (out / "tables" / "table4_mdcr_types.tsv").read_text().splitlines()
     kinds = {column.split(" ")[0] for column in table4[0].split("\t")[1:]}
     assert {"graph", "most_cited", "random"} <= kinds
-    assert [row.split("\t")[0] for row in table4[1:]] == ["bm25", "tiny", *TRAINED, "rrf", "ce"]
+    assert [row.split("\t")[0] for row in table4[1:]] == ["bm25", "tiny", "rrf", "ce"]
     for row in table3[1:] + table4[1:]:
         assert all(0.0 <= float(value) <= 100.0 for value in row.split("\t")[1:])
 
@@ -161,23 +151,6 @@ def test_bm25_is_tuned_on_the_policys_collections_and_picks_the_grid_argmax(two_
         first = next(p for p in tuning["grid"] if p["score"] == best)
         assert (tuning["k1"], tuning["b"], tuning["score"]) == (first["k1"], first["b"], best)
         assert 0.0 < best <= 1.0
-
-
-def test_training_graph_holds_no_evaluation_query(two_runs):
-    import pyarrow.parquet as pq
-
-    out = two_runs[0] / "results" / "e2e"
-    nodes = set(pq.read_table(out / "train" / "graph" / "nodes.parquet").column(0).to_pylist())
-    report = json.loads((out / "train" / "graph" / "report.json").read_text())
-    splits = [f"{setup}-{split}" for setup in ("dataset", "field") for split in ("test", "valid")]
-    assert sorted(report["held_out"]) == [f"split:{name}" for name in sorted(splits)]
-    for name in splits:
-        queries = pq.read_table(out / "samples" / name / "queries.parquet").column("query_id")
-        assert nodes.isdisjoint(queries.to_pylist()), name
-    assert report["edges_removed"] > 0
-    for name in TRAINED:
-        training = json.loads((out / "train" / name / "model" / "training.json").read_text())
-        assert training["num_triplets"] > 0 and training["steps"] > 0
 
 
 def test_visual_report_holds_the_tables_and_figures(two_runs):
@@ -214,7 +187,6 @@ def planned_jobs(workdir: Path, change) -> dict[str, list[str]]:
 
 UPSTREAM = {"synth", "ingest_parse", "ingest_merge", "prefilter", "sample", "embed_ids"}
 AGGREGATES = {"report", "plots", "mdcr_tables", "rerank_tradeoff"}
-TRAIN_RULES = {"train_graph", "train_graph_embedding", "train_triplets", "train_encoder"}
 
 
 def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(two_runs):
@@ -223,7 +195,7 @@ def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(two_runs):
 
     jobs = planned_jobs(two_runs[0], change)
     assert {"bm25_tune", "bm25_search", "metrics", "report"} <= set(jobs)
-    untouched = {"encode", "bm25_index", "dense_retrieve", *TRAIN_RULES}
+    untouched = {"encode", "bm25_index", "dense_retrieve"}
     assert not set(jobs) & (UPSTREAM | untouched)
 
 
@@ -232,17 +204,16 @@ def test_changing_one_model_reruns_only_its_jobs_and_their_dependents(two_runs):
         config["models"]["tiny"]["batch_size"] = 8
 
     jobs = planned_jobs(two_runs[0], change)
-    # tiny's embeddings, and the encoders trained from it (their base entry changed).
     assert {"encode", "dense_retrieve", "metrics", "report"} <= set(jobs)
-    assert all("/tiny" in out or "tiny_" in out for out in jobs["encode"] + jobs["dense_retrieve"])
-    assert not set(jobs) & (UPSTREAM | {"bm25_index", "bm25_tune", "bm25_search", "train_graph"})
+    assert all("tiny" in out for out in jobs["encode"] + jobs["dense_retrieve"])
+    assert not set(jobs) & (UPSTREAM | {"bm25_index", "bm25_tune", "bm25_search"})
 
 
 def test_adding_a_model_only_adds_jobs(two_runs):
     def change(config):
-        config["fusion"].append({"name": "rrf2", "runs": ["bm25", "tiny_scincl"], "k": 60})
+        config["fusion"].append({"name": "rrf2", "runs": ["tiny", "bm25"], "k": 30})
         # MDCR's model-based types are chosen among the compared models: fixed here.
-        config["mdcr"] = {"models": ["bm25", "tiny", "tiny_scincl", "tiny_specter", "rrf"]}
+        config["mdcr"] = {"models": ["bm25", "tiny", "rrf"]}
 
     jobs = planned_jobs(two_runs[0], change)
     for rule, outputs in jobs.items():
@@ -279,9 +250,7 @@ def test_two_runs_are_byte_identical(two_runs):
     compared = 0
     subs = ("corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings", "mdcr")
     timed = {"tradeoff.tsv", "tradeoff.md", "tradeoff.png"}  # seconds per query
-    trained = [f"train/{name}/{file}" for name in TRAINED
-               for file in ("triplets.parquet", "model/model.safetensors")]  # fmt: skip
-    for sub in (*subs, "rerank/ce/model/model.safetensors", "train/graph", *trained):
+    for sub in (*subs, "rerank/ce/model/model.safetensors"):
         for path in sorted([first / sub] if "." in sub else (first / sub).rglob("*")):
             if path.is_file() and path.name not in timed:
                 twin = second / path.relative_to(first)

@@ -1,0 +1,72 @@
+"""End to end: encoders trained on the corpus's citation graph, as model rows in every table.
+
+A smaller run than test_pipeline's (one repetition, two fields, no reranker): the tiny
+BERT is fine-tuned with both samplers, and the trained models are embedded, retrieved,
+scored on MDCR and tabulated next to their base model.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from test_pipeline import REPO, prepare, snakemake
+
+pytestmark = pytest.mark.slow
+TRAINED = ["tiny_scincl", "tiny_specter"]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory, tiny_bert_dir):
+    config = yaml.safe_load((REPO / "tests" / "data" / "pipeline.yaml").read_text())
+    config["sampling"]["dataset_level"]["repetitions"] = 1
+    config["sampling"]["field_level"].update(fields=["Biology", "Computer Science"], repetitions=1)
+    config["models"] = {
+        "tiny": {"path": str(tiny_bert_dir), "pooling": "cls", "max_length": 64, "batch_size": 16}
+    }
+    config["encode"]["models"] = ["tiny", *TRAINED]
+    config["rerank"] = {"enabled": False}
+    config["train"] = {
+        "models": {"tiny_scincl": {"sampler": "scincl", "base": "tiny"},
+                   "tiny_specter": {"sampler": "specter", "base": "tiny"}},
+        "graph_embedding": {"dim": 8},
+        "triplets": {"num_queries": 20, "scincl": {"k_positive": 8, "k_hard": 40}},
+        "fit": {"epochs": 1, "batch_size": 8, "gradient_accumulation": 1, "learning_rate": 1e-4},
+    }  # fmt: skip
+    workdir = prepare(tmp_path_factory.mktemp("pipeline-train") / "run", config)
+    result = snakemake(workdir)
+    assert result.returncode == 0, result.stderr[-6000:]
+    return workdir / "results" / "e2e"
+
+
+def test_trained_models_are_rows_of_every_table(trained_run):
+    tables = trained_run / "tables"
+    for name in ("table1_dataset_level", "table2_field_level_map", "table3_mdcr",
+                 "table4_mdcr_types"):  # fmt: skip
+        rows = (tables / f"{name}.tsv").read_text().splitlines()[1:]
+        assert [row.split("\t")[0] for row in rows] == ["bm25", "tiny", *TRAINED], name
+    for name in TRAINED:
+        assert (trained_run / "runs" / "dataset-test" / "pool-600.rep0" / f"{name}.trec").is_file()
+        assert (trained_run / "mdcr" / "scores" / "test" / f"{name}.json").is_file()
+
+
+def test_training_graph_holds_no_evaluation_query(trained_run):
+    train = trained_run / "train"
+    nodes = set(pq.read_table(train / "graph" / "nodes.parquet").column(0).to_pylist())
+    report = json.loads((train / "graph" / "report.json").read_text())
+    splits = [f"{setup}-{split}" for setup in ("dataset", "field") for split in ("test", "valid")]
+    assert sorted(report["held_out"]) == [f"split:{name}" for name in sorted(splits)]
+    for name in splits:
+        queries = pq.read_table(trained_run / "samples" / name / "queries.parquet")
+        assert nodes.isdisjoint(queries.column("query_id").to_pylist()), name
+    assert report["edges_removed"] > 0
+    for name in TRAINED:
+        triplets = pq.read_table(train / name / "triplets.parquet")
+        papers = set(triplets.column("query_id").to_pylist())
+        papers |= set(triplets.column("positive_id").to_pylist())
+        papers |= set(triplets.column("negative_id").to_pylist())
+        assert papers <= nodes, name
+        training = json.loads((train / name / "model" / "training.json").read_text())
+        assert training["num_triplets"] == triplets.num_rows > 0 and training["steps"] > 0
