@@ -227,6 +227,7 @@ REPORT_TABLES = {
 def report_item(path, caption, category):
     return report(path, caption=f"../report/{caption}.rst", category=category)
 
+
 # Paired tests of every table's models against report.baseline (docs/significance.md);
 # a null baseline writes the tables without them.
 SIGNIFICANCE_ARGUMENTS = shell_words(
@@ -605,9 +606,10 @@ def triplet_graph_inputs(wildcards):
 
 def fit_arguments(wildcards):
     fit = TRAIN["fit"]
+    base = config["models"][TRAINED_MODELS[wildcards.trained]["base"]]
     return shell_words(
         "--name", wildcards.trained,
-        "--model-json", json.dumps(config["models"][TRAINED_MODELS[wildcards.trained]["base"]], sort_keys=True),
+        "--model-json", json.dumps(base, sort_keys=True),
         "--epochs", fit["epochs"],
         "--batch-size", fit["batch_size"],
         "--gradient-accumulation", fit["gradient_accumulation"],

@@ -7,14 +7,12 @@ the dry run prints them.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
+from test_workflow import snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_RULES = {
@@ -22,15 +20,6 @@ GPU_RULES = {
     "train_encoder",
 }  # fmt: skip
 EVALUATED = {"encode": {"models": ["minilm", "minilm_scincl", "minilm_specter"]}}
-
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), *args,
-    ]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
 
 
 class Resources(dict):
