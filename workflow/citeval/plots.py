@@ -46,7 +46,8 @@ def read_table(path: str | os.PathLike) -> Table:
     return rows[0][1:], [row[0] for row in rows[1:]], values
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,10 +56,12 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str | os.PathLike) -> None:
+def save_png(fig, path: str | os.PathLike) -> None:
+    """Write ``fig`` as a 120-dpi PNG atomically, without the matplotlib version in its
+    metadata (the same figure gives the same bytes), and close it."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120, metadata={"Software": None})
-    _pyplot().close(fig)
+    pyplot().close(fig)
 
 
 def plot_map_by_pool_size(table: Table, path: str | os.PathLike) -> None:
@@ -67,7 +70,7 @@ def plot_map_by_pool_size(table: Table, path: str | os.PathLike) -> None:
     points = [(int(c.split()[0]), i) for i, c in enumerate(columns) if c.endswith(" MAP")]
     if not points:
         raise InputDataError(f"no '<pool size> MAP' columns in {columns}", path=str(path))
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = [size for size, _ in points]
     for model, row in zip(models, values, strict=True):
@@ -81,13 +84,13 @@ def plot_map_by_pool_size(table: Table, path: str | os.PathLike) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    _save(fig, path)
+    save_png(fig, path)
 
 
 def plot_field_map(table: Table, path: str | os.PathLike) -> None:
     """Table 2: MAP per field (rows) and model (markers); the AVG column comes last."""
     columns, models, values = table
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.38 * len(columns)))
     positions = list(range(len(columns)))[::-1]
     markers = "os^Dv<>pPX*h"
@@ -99,7 +102,7 @@ def plot_field_map(table: Table, path: str | os.PathLike) -> None:
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    _save(fig, path)
+    save_png(fig, path)
 
 
 def plot_mdcr_types(table: Table, path: str | os.PathLike) -> None:
@@ -109,7 +112,7 @@ def plot_mdcr_types(table: Table, path: str | os.PathLike) -> None:
     columns, models, values = table
     picked = [(c.removesuffix(" MAP"), i) for i, c in enumerate(columns) if c.endswith(" MAP")]
     grid = np.array([[row[i] for _, i in picked] for row in values])
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(1.6 + 0.95 * len(picked), 1.4 + 0.45 * len(models)))
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
     ax.set_xticks(range(len(picked)), [name for name, _ in picked], rotation=30, ha="right")
@@ -122,7 +125,7 @@ def plot_mdcr_types(table: Table, path: str | os.PathLike) -> None:
     ax.set_title("MDCR MAP by candidate type (Table 4)")
     fig.colorbar(image, ax=ax, label="MAP (%)")
     fig.tight_layout()
-    _save(fig, path)
+    save_png(fig, path)
 
 
 PLOTS = {

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citeval.errors import CitevalError, InputDataError
-from citeval.io import atomic_path, write_text
+from citeval.io import write_text
 from citeval.metrics import ALL_QUERIES, read_per_query_tsv
 
 RECALL = "recall_10"
@@ -226,11 +226,9 @@ def format_markdown(rows: Sequence[Row]) -> str:
 
 def plot(rows: Sequence[Row], path: str | os.PathLike, title: str) -> None:
     """The two-panel figure (see the module docstring), written atomically as PNG."""
-    import matplotlib
+    from citeval.plots import pyplot, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     stages = list(dict.fromkeys(r.first_stage for r in rows))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -292,9 +290,7 @@ def plot(rows: Sequence[Row], path: str | os.PathLike, title: str) -> None:
     right.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=8)
     fig.suptitle(title)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def write_tradeoff(

@@ -133,11 +133,6 @@ def mean_triplet_loss(model: Any, loss: Any, texts: dict[str, list[str]], batch_
     return total / len(texts["anchor"])
 
 
-def _latest_checkpoint(checkpoints: Path) -> Path | None:
-    found = [p for p in checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
-
-
 def train_encoder(
     triplets_path: str | os.PathLike,
     papers_dir: str | os.PathLike,
@@ -156,6 +151,7 @@ def train_encoder(
         SentenceTransformerTrainingArguments,
     )
     from sentence_transformers.sentence_transformer.losses import TripletLoss
+    from transformers.trainer_utils import get_last_checkpoint
 
     output = Path(output_dir)
     final = output / FINAL_DIR
@@ -194,10 +190,10 @@ def train_encoder(
     trainer = SentenceTransformerTrainer(
         model=model, args=arguments, train_dataset=Dataset.from_dict(texts), loss=loss
     )
-    resume = _latest_checkpoint(checkpoints)
+    resume = get_last_checkpoint(checkpoints) if checkpoints.is_dir() else None
     if resume is not None:
         LOG.info("resuming from %s", resume)
-    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.perf_counter() - started
     with atomic_path(final) as temporary:
         model.save(str(temporary))

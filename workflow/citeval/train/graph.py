@@ -13,6 +13,7 @@ and nodes were removed.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -149,7 +150,11 @@ class Graph:
         edges = pq.read_table(directory / EDGES_FILE)
         self.citing = edges.column("citing").to_numpy()
         self.cited = edges.column("cited").to_numpy()
-        self.index = {paper_id: node for node, paper_id in enumerate(self.ids)}
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """Paper id -> node number (built on first use: the embedding does not need it)."""
+        return {paper_id: node for node, paper_id in enumerate(self.ids)}
 
     @property
     def num_nodes(self) -> int:
