@@ -19,7 +19,6 @@ GPU_RULES = {
     "encode", "rerank_train", "rerank", "mdcr_score_dense", "mdcr_score_rerank",
     "train_encoder",
 }  # fmt: skip
-EVALUATED = {"encode": {"models": ["minilm", "minilm_scincl", "minilm_specter"]}}
 
 
 class Resources(dict):
@@ -64,11 +63,10 @@ def sbatch(job: SimpleNamespace) -> str:
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory) -> Path:
     """A working directory where the default config has run up to sampling, so the dry
-    run shows every job; the two trainable encoders are listed for evaluation."""
+    run shows every job."""
     workdir = tmp_path_factory.mktemp("profiles")
     (workdir / "config").symlink_to(REPO / "config")
     (workdir / "profiles").symlink_to(REPO / "profiles")
-    (workdir / "evaluated.yaml").write_text(yaml.safe_dump(EVALUATED))
     fresh = snakemake(workdir, "--profile", "profiles/slurm", "-n")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     (workdir / "fresh-dry-run.txt").write_text(fresh.stdout)
@@ -84,14 +82,7 @@ def test_slurm_renders_the_merge_encode_bm25_and_rerank_jobs(sampled):
     assert " -p cpu" in merge and " --mem 32000" in merge and " -t 720" in merge
     assert "--cpus-per-task=8" in merge and "--gpus" not in merge
 
-    result = snakemake(
-        sampled,
-        "--profile",
-        "profiles/slurm",
-        "-n",
-        "--configfile",
-        str(sampled / "evaluated.yaml"),
-    )
+    result = snakemake(sampled, "--profile", "profiles/slurm", "-n")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = dry_run_jobs(result.stdout)
     expected = {
@@ -117,14 +108,7 @@ def test_local_gpu_profile_gives_every_gpu_job_the_one_gpu(sampled):
         rule for rule, values in slurm["set-resources"].items() if values.get("gpu")
     } == GPU_RULES
 
-    result = snakemake(
-        sampled,
-        "--profile",
-        "profiles/local-gpu",
-        "-n",
-        "--configfile",
-        str(sampled / "evaluated.yaml"),
-    )
+    result = snakemake(sampled, "--profile", "profiles/local-gpu", "-n")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = dry_run_jobs(result.stdout)
     assert set(jobs) >= GPU_RULES
