@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval.cli import memory_bytes
 from citeval.collections import (
     MDCR_SPLIT_NAMES,
+    planned_collections,
     pool_group,
-    read_collections,
     tuning_collections,
 )
 
@@ -163,7 +163,7 @@ def shard_format(wildcards):
     return INPUT_SHARDS[wildcards.shard][0]
 
 
-# --- collections (known once the sample checkpoint has run) -------------------------
+# --- collections (planned from the config: the whole DAG is known before sampling) ---
 
 
 def sample_dir(setup, split):
@@ -171,9 +171,10 @@ def sample_dir(setup, split):
 
 
 def collections(setup, split):
-    """The collections of one split, read from the sample checkpoint's output."""
-    checkpoints.sample.get(setup=setup)
-    return read_collections(sample_dir(setup, split))
+    """The collections of one split: every configured pool size or field, times the
+    repetitions (citeval.collections.planned_collections); sampling writes each of them,
+    with no queries where the corpus has none to give."""
+    return planned_collections(setup, split, SAMPLING)
 
 
 def split_sample_dir(wildcards):

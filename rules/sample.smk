@@ -1,8 +1,9 @@
-# Query and pool sampling. A checkpoint: the collections it writes (one per group and
-# repetition) decide which retrieval jobs exist downstream.
+# Query and pool sampling: one job per setup writes the test and validation splits, every
+# collection the config plans (rules/common.smk: collections), so the downstream jobs are
+# known before it runs.
 
 
-checkpoint sample:
+rule sample:
     input:
         filtered=rules.prefilter.output.papers,
         corpus=rules.ingest_merge.output,

@@ -302,3 +302,22 @@ def test_read_per_query_tsv_errors(tmp_path: Path, text: str, line: int, message
     with pytest.raises(InputDataError, match=message) as info:
         read_per_query_tsv(path)
     assert f"{path}:{line}" in str(info.value)
+
+
+def test_cli_collection_without_queries_gives_nan_means(tmp_path: Path) -> None:
+    """A collection that sampling left without queries: empty qrels and run, NaN means."""
+    write_run({}, tmp_path / "run.trec", tag="t")
+    write_qrels({}, tmp_path / "q.qrels")
+    output = tmp_path / "metrics.tsv"
+    args = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "q.qrels")]
+    assert main([*args, "--cutoffs", "2", "--output", str(output)]) == 0
+    table = read_per_query_tsv(output)
+    assert list(table) == ["all"] and all(math.isnan(v) for v in table["all"].values())
+    assert sorted(table["all"]) == sorted(measures_for([2]))
+
+
+def test_cli_run_without_the_qrels_queries_is_still_an_error(tmp_path: Path) -> None:
+    write_run({}, tmp_path / "run.trec", tag="t")
+    write_qrels({"q1": {"d1": 1}}, tmp_path / "q.qrels")
+    args = ["--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "q.qrels")]
+    assert main([*args, "--cutoffs", "2", "--output", str(tmp_path / "m.tsv")]) == 2

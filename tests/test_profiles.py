@@ -61,30 +61,21 @@ def sbatch(job: SimpleNamespace) -> str:
 
 
 @pytest.fixture(scope="module")
-def sampled(tmp_path_factory) -> Path:
-    """A working directory where the default config has run up to sampling, so the dry
-    run shows every job."""
+def fresh(tmp_path_factory) -> Path:
+    """A working directory where nothing has run: the dry run still plans every job."""
     workdir = tmp_path_factory.mktemp("profiles")
     (workdir / "config").symlink_to(REPO / "config")
     (workdir / "profiles").symlink_to(REPO / "profiles")
-    fresh = snakemake(workdir, "--profile", "profiles/slurm", "-n")
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    (workdir / "fresh-dry-run.txt").write_text(fresh.stdout)
-    samples = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
-    result = snakemake(workdir, *samples, "--cores", "2")
-    assert result.returncode == 0, result.stderr[-3000:]
     return workdir
 
 
-def test_slurm_renders_the_merge_encode_bm25_and_rerank_jobs(sampled):
-    fresh = dry_run_jobs((sampled / "fresh-dry-run.txt").read_text())
-    merge = sbatch(fresh["ingest_merge"])
-    assert " -p cpu" in merge and " --mem 32000" in merge and " -t 720" in merge
-    assert "--cpus-per-task=8" in merge and "--gpus" not in merge
-
-    result = snakemake(sampled, "--profile", "profiles/slurm", "-n")
+def test_slurm_renders_the_merge_encode_bm25_and_rerank_jobs(fresh):
+    result = snakemake(fresh, "--profile", "profiles/slurm", "-n")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = dry_run_jobs(result.stdout)
+    merge = sbatch(jobs["ingest_merge"])
+    assert " -p cpu" in merge and " --mem 32000" in merge and " -t 720" in merge
+    assert "--cpus-per-task=8" in merge and "--gpus" not in merge
     expected = {
         "encode": (" -p gpu", " --mem 32000", " -t 480", "--cpus-per-task=8", " --gpus=1"),
         "bm25_index": (" -p cpu", " --mem 16000", " -t 120", "--cpus-per-task=8"),
@@ -99,7 +90,7 @@ def test_slurm_renders_the_merge_encode_bm25_and_rerank_jobs(sampled):
         assert "mem_mb" in job.resources and "runtime" in job.resources, rule
 
 
-def test_local_gpu_profile_gives_every_gpu_job_the_one_gpu(sampled):
+def test_local_gpu_profile_gives_every_gpu_job_the_one_gpu(fresh):
     profile = yaml.safe_load((REPO / "profiles" / "local-gpu" / "config.yaml").read_text())
     assert profile["resources"] == {"gpu": 1}
     assert set(profile["set-resources"]) == GPU_RULES
@@ -108,7 +99,7 @@ def test_local_gpu_profile_gives_every_gpu_job_the_one_gpu(sampled):
         rule for rule, values in slurm["set-resources"].items() if values.get("gpu")
     } == GPU_RULES
 
-    result = snakemake(sampled, "--profile", "profiles/local-gpu", "-n")
+    result = snakemake(fresh, "--profile", "profiles/local-gpu", "-n")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = dry_run_jobs(result.stdout)
     assert set(jobs) >= GPU_RULES

@@ -1,10 +1,11 @@
 """Aggregation into the paper's tables from per-query metric files."""
 
 import json
+import math
 
 import pytest
 
-from citeval.collections import CollectionInfo, write_collections
+from citeval.collections import CollectionInfo, read_collections, write_collections
 from citeval.metrics import write_per_query_tsv
 from citeval.report import main
 
@@ -96,6 +97,36 @@ def test_report_is_deterministic_and_records_provenance(results, tmp_path):
     assert provenance["seed"] == 1
     assert len(provenance["config_sha256"]) == 64
     assert "duckdb" in provenance["packages"]
+
+
+def test_a_field_without_queries_is_a_dash_left_out_of_the_average(results):
+    """A field that sampling left without queries keeps its column: NaN in the TSV, a
+    dash in the Markdown with a note, and the AVG column over the other fields."""
+    directory = results / "samples" / "field-test"
+    listed = [
+        *read_collections(directory),
+        CollectionInfo("field", "test", "history", 0, 0, 40, 50),
+    ]
+    write_collections(listed, directory)
+    for model in ("bm25", "dense"):
+        path = results / "metrics" / "field-test" / "history.rep0" / f"{model}.tsv"
+        write_per_query_tsv({}, dict.fromkeys(MEASURES, math.nan), path)
+    status = main(
+        ["--results", str(results), "--setups", "field", "--models", "bm25", "dense",
+         "--fields", "Art", "Biology", "History", "--config-json", "{}", "--output-dir",
+         str(results / "tables"), "--baseline", "bm25"]
+    )  # fmt: skip
+    assert status == 0
+    tables = results / "tables"
+    header, rows = read_tsv(tables / "table2_field_level_map.tsv")
+    assert header == ["model", "Art", "Biology", "History", "AVG"]
+    assert rows["bm25"][:2] + rows["bm25"][3:] == pytest.approx([10.0, 50.0, 30.0])
+    assert math.isnan(rows["bm25"][2])
+    markdown = (tables / "table2_field_level_map.md").read_text()
+    assert "| bm25 | 10.0 | 50.0 | — | 30.0 |" in markdown
+    assert "— no queries: sampling found none for History" in markdown
+    pvalues = (tables / "table2_field_level_map_pvalues.tsv").read_text()
+    assert "History" not in pvalues and "Biology" in pvalues
 
 
 def test_missing_metrics_file_is_a_clear_error(results, capsys):

@@ -7,10 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 from corpus_builder import write_corpus
 
-from citeval.collections import read_collections
+from citeval.collections import field_slug, field_slugs, planned_collections, read_collections
 from citeval.errors import ConfigError
 from citeval.filter import PrefilterRules, prefilter
-from citeval.sample import field_slug, field_slugs, main
+from citeval.sample import main
 from citeval.trec import read_qrels
 
 FIELDS = ["Biology", "Computer Science", "Art"]
@@ -116,6 +116,16 @@ def test_dataset_level_protocol(corpus, tmp_path):
         ("pool-150", 0),
         ("pool-300", 0),
     ]
+    # The Snakefile plans the same collections from the config, before sampling runs.
+    sampling = {
+        "dataset_level": {"pool_sizes": [300, 150], "repetitions": 2},
+        "validation": {"num_queries": 6},
+    }
+    for split, directory in (("test", test_dir), ("valid", valid_dir)):
+        planned = planned_collections("dataset", split, sampling)
+        assert [(c.group, c.rep) for c in planned] == [
+            (r.group, r.rep) for r in read_collections(directory)
+        ]
     refs = references(corpus)
     test_pools = pools(test_dir)
     for r in listing:
@@ -250,9 +260,26 @@ def test_field_level_pools_come_from_the_field_cited_set(corpus, tmp_path):
     reps = {}
     for row in listing:
         reps.setdefault(row.group, []).append(row.rep)
-    # Art's field-cited set (cited by Art papers) is smaller than the pool: one repetition.
-    assert reps[field_slug("Art")] == [0]
-    assert reps[field_slug("Biology")] == [0, 1, 2]
+    # Every field has its three repetitions, as the config plans them; Art's field-cited
+    # set (cited by Art papers) is smaller than the pool, so its pools are the whole set.
+    assert reps == {field_slug(name): [0, 1, 2] for name in FIELDS}
+    art_pools = [pool for (group, _), pool in pools(test_dir).items() if group == "art"]
+    assert len(art_pools) == 3 and art_pools[0] == art_pools[1] == art_pools[2]
+    # Art has 3 eligible queries, all drawn for the test split: its validation collection
+    # exists, without queries, and the report says why.
+    valid_listing = {row.group: row for row in read_collections(tmp_path / "field-valid")}
+    assert sorted(valid_listing) == sorted(field_slugs(FIELDS, "test"))
+    assert valid_listing["art"].n_queries == 0 and valid_listing["art"].pool_size > 0
+    assert read_qrels(tmp_path / "field-valid" / "qrels" / "art.rep0.qrels") == {}
+    report = json.loads((tmp_path / "field-report.json").read_text())
+    assert any("'Art' valid queries" in warning for warning in report["warnings"])
+    sampling = {
+        "field_level": {"fields": FIELDS, "repetitions": 3},
+        "validation": {"queries_per_field": 1},
+    }
+    for split, directory in (("test", test_dir), ("valid", tmp_path / "field-valid")):
+        planned = [(c.group, c.rep) for c in planned_collections("field", split, sampling)]
+        assert [(c.group, c.rep) for c in read_collections(directory)] == planned
     queries = pq.read_table(test_dir / "queries.parquet").to_pylist()
     for (group, _rep), pool in pools(test_dir).items():
         name = next(n for n in FIELDS if field_slug(n) == group)
@@ -273,7 +300,8 @@ def test_field_level_pools_come_from_the_field_cited_set(corpus, tmp_path):
     assert not valid & {r["query_id"] for r in queries}
 
 
-def test_unknown_field_fails_with_clear_message(corpus, tmp_path, capsys):
+@pytest.mark.parametrize("policy", ["fail", "cap"])
+def test_unknown_field_fails_with_clear_message(corpus, tmp_path, capsys, policy):
     status = run_sample(
         corpus,
         tmp_path,
@@ -283,6 +311,8 @@ def test_unknown_field_fails_with_clear_message(corpus, tmp_path, capsys):
         "50",
         "--fields",
         "Alchemy",
+        "--on-too-small",
+        policy,
         setup="field",
     )
     assert status == 2

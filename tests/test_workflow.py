@@ -31,13 +31,6 @@ def workdir(tmp_path):
     return tmp_path
 
 
-def test_default_config_dry_run_lists_the_first_stages(workdir):
-    result = snakemake(workdir, "-n", "--cores", "2")
-    assert result.returncode == 0, result.stderr
-    for rule in ("synth", "ingest_parse", "ingest_merge", "prefilter", "sample"):
-        assert rule in result.stdout
-
-
 @pytest.mark.parametrize(
     ("section", "key", "value"),
     [
@@ -172,18 +165,22 @@ def _jobs(stdout: str) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.slow
-def test_default_config_schedules_mdcr_once_sampling_has_run(workdir):
-    """After the sample checkpoint, the default DAG holds the MDCR builds of the test and
-    validation splits (the validation build taking the test split's model types), one
-    score and one evaluation per model and split, Tables 3 and 4, the reranker, and the
-    two encoders trained from minilm."""
-    samples = [f"results/demo/samples/{setup}-report.json" for setup in ("dataset", "field")]
-    result = snakemake(workdir, *samples, "--cores", "2")
-    assert result.returncode == 0, result.stderr[-4000:]
+def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
+    """Before anything has run, the dry run lists the whole default run (the collections
+    follow from the config): MDCR's builds of the test and validation splits (the
+    validation build taking the test split's model types), one score and one evaluation
+    per model and split, the reranker, and the two encoders trained from minilm."""
     result = snakemake(workdir, "-n", "-p", "--cores", "2")
     assert result.returncode == 0, result.stderr
     jobs = _jobs(result.stdout)
+    # 2 repetitions × 2 pool sizes + 4 fields (test), 2 + 4 (validation), 1 training pool.
+    assert {rule: jobs[rule] for rule in ("sample", "bm25_index", "bm25_search")} == {
+        "sample": 2,
+        "bm25_index": 13,
+        "bm25_search": 13,
+    }
+    # 3 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split).
+    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (36, 12, 56)
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
         "mdcr_build": 2,
         "mdcr_score_bm25": 2,
@@ -272,6 +269,14 @@ def test_import_mode_scores_the_given_files_without_building(workdir):
     )
     assert result.returncode == 0, result.stderr
     jobs = _jobs(result.stdout)
+    # 2 repetitions × 2 pool sizes + 4 fields (test), 2 + 4 (validation), 1 training pool.
+    assert {rule: jobs[rule] for rule in ("sample", "bm25_index", "bm25_search")} == {
+        "sample": 2,
+        "bm25_index": 13,
+        "bm25_search": 13,
+    }
+    # 3 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split).
+    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (36, 12, 56)
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
         "mdcr_build": None,
         "mdcr_score_bm25": 1,

@@ -82,7 +82,7 @@ from tqdm import tqdm
 
 from citeval import impacts, lucene
 from citeval.cli import positive_int, run_cli
-from citeval.collections import collection_name, listing_path, read_collections
+from citeval.collections import collection_name, group_query_count, listing_path, read_collections
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import parquet_glob, write_json
 from citeval.trec import Run, rank_documents, read_qrels, write_run
@@ -451,6 +451,10 @@ def _search_command(args: argparse.Namespace) -> None:
     k1, b = params_from_args(args)
     _start(args)
     _check_index_group(args.index_dir, args.group, args.rep)
+    if group_query_count(Path(args.queries).parent, args.group) == 0:
+        LOG.warning("group %s has no queries (the sample report says why)", args.group)
+        write_run({}, args.output, args.tag, args.k)
+        return
     con = _connect(args.threads, args.duckdb_memory)
     queries = load_queries(con, args.papers, args.queries, args.group)
     with impacts.open_searcher(args.index_dir, k1, b, args.searcher) as searcher:
@@ -548,8 +552,16 @@ def tune(
         if unknown:
             raise ConfigError(f"collections not in {listing_path(sample)}: {sorted(unknown)}")
         rows = [r for r in rows if r.name in wanted]
+    without_queries = [r.name for r in rows if r.n_queries == 0]
+    if without_queries:
+        LOG.warning("%s have no queries: tuning leaves them out", ", ".join(without_queries))
+        rows = [r for r in rows if r.n_queries > 0]
     if not rows:
-        raise InputDataError("no collections to tune on", path=str(listing_path(sample)))
+        raise InputDataError(
+            "no collection with queries to tune on: raise sampling.validation sizes or set "
+            "bm25.tune.enabled: false",
+            path=str(listing_path(sample)),
+        )
 
     points = [(k1, b) for k1 in k1_values for b in b_values]
     per_point: list[dict[str, float]] = [{} for _ in points]

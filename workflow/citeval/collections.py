@@ -12,18 +12,26 @@ Dataset-level groups are named ``pool-<requested size>`` (:func:`pool_group`), f
 groups by the field's slug (``computer-science``). A collection's files are named
 ``<group>.rep<rep>`` (:func:`collection_name`): its qrels, index, runs and metrics.
 
+Which collections a split has follows from the config alone (:func:`planned_collections`):
+every configured pool size or field, times the repetitions, whether or not sampling finds
+enough queries for it. A collection the corpus cannot fill still exists, with fewer (or no)
+queries, so the Snakefile knows every job before sampling has run.
+
 This module is the one place that writes and reads that file, for the sampler, the
 Snakefile's input functions, ``bm25 tune`` and the report; and the one place that says
-which validation collections tune BM25 (:func:`tuning_collections`).
+which collections a config plans (:func:`planned_collections`) and which validation
+collections tune BM25 (:func:`tuning_collections`).
 """
 
 from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import write_text
@@ -56,6 +64,69 @@ def collection_name(group: str, rep: int) -> str:
     """``<group>.rep<rep>``, the name used by qrels files, indexes, runs and metrics."""
     return f"{group}.rep{rep}"
 
+
+class PlannedCollection(NamedTuple):
+    """A collection the config asks for: known before sampling, so before any job runs."""
+
+    setup: str
+    split: str
+    group: str
+    rep: int
+
+    @property
+    def name(self) -> str:
+        return collection_name(self.group, self.rep)
+
+
+def field_slug(name: str) -> str:
+    """``"Computer Science"`` -> ``"computer-science"`` (used in file names and tables)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def field_slugs(fields: Sequence[str], setting: str) -> dict[str, str]:
+    """``{slug: field name}`` in the order of ``fields``; ConfigError when two share a slug.
+
+    ``setting`` names where the fields came from, for the error message.
+    """
+    slugs = {field_slug(name): name for name in fields}
+    if len(slugs) != len(fields):
+        raise ConfigError(f"{setting}: two fields share a file name: {list(fields)}")
+    return slugs
+
+
+def planned_collections(
+    setup: str, split: str, sampling: Mapping[str, object]
+) -> list[PlannedCollection]:
+    """The collections of one test or validation split, from the ``sampling`` config.
+
+    Test: every pool size (dataset-level) or field (field-level) times
+    ``repetitions``. Validation: each of them once, or none when the validation query
+    count is 0. Sorted by (group, rep), the order of ``collections.tsv``.
+    """
+    if setup == "dataset":
+        level = sampling["dataset_level"]
+        groups = sorted({pool_group(size) for size in level["pool_sizes"]})
+        valid_queries = sampling["validation"]["num_queries"]
+    elif setup == "field":
+        level = sampling["field_level"]
+        groups = sorted(field_slugs(level["fields"], "sampling.field_level.fields"))
+        valid_queries = sampling["validation"]["queries_per_field"]
+    else:
+        raise ValueError(f"unknown setup {setup!r} (dataset or field)")
+    if split == "test":
+        repetitions = level["repetitions"]
+    elif split == "valid":
+        repetitions = 1 if valid_queries > 0 else 0
+    else:
+        raise ValueError(f"unknown split {split!r} (test or valid)")
+    return [
+        PlannedCollection(setup, split, group, rep)
+        for group in groups
+        for rep in range(repetitions)
+    ]
+
+
+AnyCollection = TypeVar("AnyCollection", CollectionInfo, PlannedCollection)
 
 # MDCR's published files name the validation split ``val`` (mdcr_val.json); samples say
 # ``valid``.
@@ -129,12 +200,32 @@ def read_collections(path: str | os.PathLike) -> list[CollectionInfo]:
     return rows
 
 
-def tuning_collections(setup: str, valid: Sequence[CollectionInfo]) -> list[CollectionInfo]:
+def group_query_count(sample_dir: str | os.PathLike, group: str) -> int:
+    """How many queries ``group`` holds in a sample folder's ``collections.tsv`` (the same
+    in every repetition: the queries are fixed across pools).
+
+    A stage handed a collection reads it to tell a collection that sampling left without
+    queries (0: it writes an empty output) from a wrong group name (an error naming the
+    groups present).
+    """
+    rows = read_collections(sample_dir)
+    counts = {row.n_queries for row in rows if row.group == group}
+    if not counts:
+        present = ", ".join(sorted({row.group for row in rows})[:10]) or "none"
+        raise InputDataError(
+            f"no collection of group {group!r} (groups present: {present})",
+            path=str(listing_path(sample_dir)),
+        )
+    return max(counts)
+
+
+def tuning_collections(setup: str, valid: Sequence[AnyCollection]) -> list[AnyCollection]:
     """The validation collections that tune BM25's k1 and b for ``setup``.
 
     Dataset-level: the smallest pool (its first repetition; validation samples one).
     Field-level: every field. An empty validation split is a config error, since tuning
-    is switched on.
+    is switched on. (``bm25 tune`` leaves out a chosen collection that sampling left
+    without queries.)
     """
     if not valid:
         raise ConfigError(

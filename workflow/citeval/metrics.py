@@ -315,6 +315,12 @@ def command(args: argparse.Namespace) -> None:
     run: Run = read_run(args.run)
     qrels: Qrels = read_qrels(args.qrels)
     measures = measures_for(args.cutoffs)
+    if not qrels and not run:
+        # A collection that sampling left without queries: its means are undefined (NaN),
+        # which the tables show as a dash with the reason.
+        LOG.warning("no queries in %s and %s: every mean is NaN", args.qrels, args.run)
+        write_per_query_tsv({}, dict.fromkeys(measures, math.nan), args.output)
+        return
     per_query = evaluate(run, qrels, measures)
     only_run = len(run.keys() - qrels.keys())
     only_qrels = sorted(qrels.keys() - run.keys())

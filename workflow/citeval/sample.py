@@ -12,9 +12,13 @@ Protocol (Medić & Šnajder 2022, see DESIGN.md §1), with the details this modu
 * **Field-level:** per field, queries labelled with the field; the pool holds every paper
   they cite plus random negatives from the field-cited set (the candidates cited by any
   corpus paper labelled with the field). Fields draw in the configured order, each from
-  the eligible papers no earlier field drew, so a query belongs to one field only. A
-  field gets ``repetitions`` pools only when its field-cited set is larger than the pool
-  size; otherwise one pool holds the whole set.
+  the eligible papers no earlier field drew, so a query belongs to one field only. When
+  the field-cited set is no larger than the pool size, every repetition's pool is the
+  whole set.
+* **Every configured collection exists** (:func:`citeval.collections.planned_collections`):
+  a pool size or field the corpus cannot fill gets capped sizes, or no queries at all
+  (``sampling.on_too_small: cap``), and the split's report says so, so that the Snakefile
+  knows every downstream job from the config before sampling runs.
 * Query papers are never drawn as random negatives (they enter a pool only when another
   query cites them), and retrieval drops a query from its own ranking.
 * **Validation** queries are drawn from the eligible queries left after the test draw
@@ -43,7 +47,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,7 +58,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from citeval.cli import run_cli
-from citeval.collections import CollectionInfo, collection_name, pool_group, write_collections
+from citeval.collections import (
+    CollectionInfo,
+    collection_name,
+    field_slugs,
+    pool_group,
+    write_collections,
+)
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet
 from citeval.trec import write_qrels
@@ -64,22 +73,6 @@ log = logging.getLogger(__name__)
 
 SPLITS = ("test", "valid")
 POOL_SCHEMA = pa.schema([("group", pa.string()), ("rep", pa.int16()), ("paper_id", pa.string())])
-
-
-def field_slug(name: str) -> str:
-    """``"Computer Science"`` -> ``"computer-science"`` (used in file names and tables)."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-
-
-def field_slugs(fields: Sequence[str], setting: str) -> dict[str, str]:
-    """``{slug: field name}`` in the order of ``fields``; ConfigError when two share a slug.
-
-    ``setting`` names where the fields came from, for the error message.
-    """
-    slugs = {field_slug(name): name for name in fields}
-    if len(slugs) != len(fields):
-        raise ConfigError(f"{setting}: two fields share a file name: {list(fields)}")
-    return slugs
 
 
 def seeded_rng(seed: int, *keys: object) -> np.random.Generator:
@@ -191,7 +184,9 @@ class CitationData:
         )
 
     def references(self, query_ids: Sequence[str]) -> dict[str, list[str]]:
-        self.con.register("selected_queries", pa.table({"query_id": pa.array(query_ids)}))
+        self.con.register(
+            "selected_queries", pa.table({"query_id": pa.array(query_ids, pa.string())})
+        )
         rows = self.con.execute(
             "SELECT r.query_id, r.cited_id FROM query_refs r "
             "SEMI JOIN selected_queries s ON r.query_id = s.query_id "
@@ -284,7 +279,9 @@ def sample_dataset_level(
     for split in SPLITS:
         queries_of_split = queries[split]
         collections[split] = []
-        if not queries_of_split:
+        # Every configured collection exists (citeval.collections.planned_collections),
+        # even one sampling left without queries; only a split asked for none has none.
+        if not num_queries[split]:
             continue
         references = data.references(queries_of_split)
         positives = {cited for cited_ids in references.values() for cited in cited_ids}
@@ -339,10 +336,11 @@ def sample_field_level(
         """The field's queries of ``split``, none drawn before for any field or split."""
         taken = pa.array(sorted(drawn), pa.string())
         available = eligible[name].filter(pc.invert(pc.is_in(eligible[name], value_set=taken)))
-        what = f"field-level '{name}'" + (" validation" if split == "valid" else "")
         rng = seeded_rng(seed, "field", f"{split}-queries", name)
-        counts = {"test": queries_per_field[split], "valid": 0}
-        queries = draw_disjoint_queries(rng, available, counts, guard, what)["test"]
+        counts = {other: 0 for other in SPLITS} | {split: queries_per_field[split]}
+        queries = draw_disjoint_queries(rng, available, counts, guard, f"field-level '{name}'")[
+            split
+        ]
         drawn.update(queries)
         return queries
 
@@ -355,18 +353,26 @@ def sample_field_level(
     collections: dict[str, list[Collection]] = {split: [] for split in SPLITS}
     for slug, name in slugs.items():
         field_cited = data.field_cited_set(name)
+        if len(field_cited) == 0:
+            # Not a shortfall to cap: a field no corpus paper carries is most likely a typo.
+            raise ConfigError(
+                f"sampling.field_level.fields: no candidate is cited by a paper of field "
+                f"{name!r}; is it spelled as in the corpus's fields?"
+            )
         for split, per_split in (("test", test_queries), ("valid", valid_queries)):
-            queries_of_split = per_split[name]
-            if not queries_of_split:
+            if not queries_per_field[split]:
                 continue
+            queries_of_split = per_split[name]
             references = data.references(queries_of_split)
             positives = {cited for cited_ids in references.values() for cited in cited_ids}
             size = max(pool_size, len(positives))
-            reps = repetitions if split == "test" and len(field_cited) > pool_size else 1
+            reps = repetitions if split == "test" else 1
             if len(field_cited) <= pool_size:
+                # Every repetition's pool is then the same whole set; the repetitions
+                # still exist, so that the collections follow from the config alone.
                 log.info(
                     "field '%s': the field-cited set holds %d papers (pool size %d): "
-                    "one pool with the whole set",
+                    "every pool is the whole set",
                     name,
                     len(field_cited),
                     pool_size,

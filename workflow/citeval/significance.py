@@ -269,6 +269,8 @@ def table_tests(
     """Every column's comparisons; ``per_column[column][model][unit] = value``."""
     comparisons = []
     for column, per_model in per_column.items():
+        if not any(per_model.values()):
+            continue  # a collection that sampling left without queries has nothing to pair
         column_weights = None if weights is None else weights.get(column)
         tested = compare_column(table, column, per_model, settings, column_weights)
         comparisons.extend(tested.values())

@@ -105,6 +105,9 @@ def build_split(args: argparse.Namespace) -> None:
     queries = read_field_queries(Path(args.samples), args.fields)
     if not queries:
         raise InputDataError("the sample split has no queries", path=str(args.samples))
+    without = [name for name in args.fields if name not in queries]
+    if without:
+        LOG.warning("sampling found no queries for %s: the benchmark leaves them out", without)
     models = sorted(set(args.models))
     rankings = read_rankings(Path(args.runs), queries, models)
     tables = Tables(

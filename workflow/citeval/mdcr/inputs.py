@@ -21,12 +21,11 @@ import duckdb
 import pyarrow as pa
 
 from citeval.cli import duckdb_memory_setting
-from citeval.collections import MDCR_SPLIT_NAMES, collection_name
+from citeval.collections import MDCR_SPLIT_NAMES, collection_name, field_slug, field_slugs
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob
 from citeval.mdcr.construct import Inputs
 from citeval.mdcr.formats import Paper
-from citeval.sample import field_slug, field_slugs
 from citeval.trec import rank_documents, read_run
 
 FIELD_REP = 0

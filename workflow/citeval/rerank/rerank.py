@@ -55,12 +55,13 @@ CHUNK_PAIRS = 65_536
 
 
 def check_ks(run: Ranked, ks: Sequence[int], run_path: str | os.PathLike) -> None:
-    """Every K must be at least 1 and at most the run's longest list."""
+    """Every K must be at least 1 and, unless the run has no queries (its collection has
+    none), at most the run's longest list."""
     depth = max((len(ranked) for ranked in run.values()), default=0)
     for k in ks:
         if k < 1:
             raise CitevalError(f"K must be >= 1, got {k}")
-        if k > depth:
+        if run and k > depth:
             raise CitevalError(
                 f"K={k} is larger than the depth of run {run_path} (its longest list has "
                 f"{depth} candidates): prefetch at least {k} candidates or lower K"
