@@ -22,7 +22,7 @@ TRAINED = ["tiny_scincl", "tiny_specter"]
 def trained_run(tmp_path_factory, tiny_bert_dir):
     config = yaml.safe_load((REPO / "tests" / "data" / "pipeline.yaml").read_text())
     config["sampling"]["dataset_level"]["repetitions"] = 1
-    config["sampling"]["field_level"].update(fields=["Biology", "Computer Science"], repetitions=1)
+    config["sampling"]["field_level"]["fields"] = ["Biology", "Computer Science"]
     config["models"] = {
         "tiny": {"path": str(tiny_bert_dir), "pooling": "cls", "max_length": 64, "batch_size": 16}
     }
