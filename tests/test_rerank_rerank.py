@@ -171,6 +171,16 @@ def test_a_k_deeper_than_the_run_is_refused(
     assert not (tmp_path / "a.trec").exists()
 
 
+def test_an_empty_run_gives_empty_reranked_runs(model_dir: Path, tmp_path: Path) -> None:
+    """A collection that sampling left without queries has an empty first-stage run."""
+    run_path = write_ranked_run(tmp_path / "empty.trec", {})
+    papers = write_papers(tmp_path / "papers", DOCS)
+    outputs = [tmp_path / "a.trec", tmp_path / "b.trec"]
+    timing = rerank(run_path, papers, [5, 10], outputs, reranker=_reranker(model_dir))
+    assert [path.read_text() for path in outputs] == ["", ""]
+    assert (timing["queries"], timing["pairs_scored"]) == (0, 0)
+
+
 def test_a_candidate_outside_the_corpus_is_located(files: tuple[Path, Path], tmp_path: Path):
     run_path, papers = files
     text = run_path.read_text().replace("q2 Q0 d14", "q2 Q0 ghost")
