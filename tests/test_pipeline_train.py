@@ -26,7 +26,7 @@ def trained_run(tmp_path_factory, tiny_bert_dir):
     config["models"] = {
         "tiny": {"path": str(tiny_bert_dir), "pooling": "cls", "max_length": 64, "batch_size": 16}
     }
-    config["encode"]["models"] = ["tiny", *TRAINED]
+    config["encode"].update(models=["tiny", *TRAINED], num_shards=1)
     config["rerank"] = {"enabled": False}
     config["train"] = {
         "models": {"tiny_scincl": {"sampler": "scincl", "base": "tiny"},
