@@ -71,7 +71,7 @@ def plot_map_by_pool_size(table: Table, path: str | os.PathLike) -> None:
     if not points:
         raise InputDataError(f"no '<pool size> MAP' columns in {columns}", path=str(path))
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
     sizes = [size for size, _ in points]
     for model, row in zip(models, values, strict=True):
         ax.plot(sizes, [row[i] for _, i in points], marker="o", label=model)
@@ -82,7 +82,8 @@ def plot_map_by_pool_size(table: Table, path: str | os.PathLike) -> None:
     ax.set_ylabel("MAP (%)")
     ax.set_title("Dataset-level MAP by pool size (Table 1)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    # Outside the axes: inside, it covers a line whatever corner it picks.
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     save_png(fig, path)
 
