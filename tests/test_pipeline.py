@@ -161,16 +161,13 @@ def test_a_collection_without_queries_still_exists_and_flows_through(two_runs):
     out = two_runs[0] / "results" / "e2e"
     (art,) = [c for c in read_collections(out / "samples" / "field-valid") if c.group == "art"]
     assert art.n_queries == 0 and art.pool_size > 0
-    report = json.loads((out / "samples" / "field-report.json").read_text())
-    assert "field-level 'Art' valid queries: requested 3, but only 0 are available" in (
-        report["warnings"]
-    )
+    warnings = json.loads((out / "samples" / "field-report.json").read_text())["warnings"]
+    assert "field-level 'Art' valid queries: requested 3, but only 0 are available" in warnings
     runs = sorted((out / "runs" / "field-valid" / "art.rep0").glob("*.trec"))
     assert [run.name for run in runs] == ["bm25.trec", "rrf.trec", "tiny.trec"]
     assert all(run.read_text() == "" for run in runs)
-    assert "art.rep0" not in json.loads((out / "tuning" / "bm25-field.json").read_text())[
-        "collections"
-    ]
+    tuning = json.loads((out / "tuning" / "bm25-field.json").read_text())
+    assert "art.rep0" not in tuning["collections"]
     assert "Art" not in json.loads((out / "mdcr" / "mdcr_val.json").read_text())
 
 
