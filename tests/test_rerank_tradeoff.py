@@ -62,14 +62,14 @@ def test_table_values_come_from_the_files(tmp_path: Path) -> None:
     ]  # fmt: skip
     rows = [line.split("\t") for line in lines[1:]]
     assert rows == [
-        ["bm25", "0", "2", "0.2500", "0.2000", "1.500000", "0.000000", "1.500000", ""],
-        ["bm25", "10", "2", "0.7500", "0.3000", "1.500000", "0.250000", "1.750000", "40.0"],
-        ["bm25", "100", "2", "0.7500", "0.3000", "1.500000", "2.500000", "4.000000", "40.0"],
+        ["bm25", "0", "2", "25.00", "20.00", "1.500000", "0.000000", "1.500000", ""],
+        ["bm25", "10", "2", "75.00", "30.00", "1.500000", "0.250000", "1.750000", "40.0"],
+        ["bm25", "100", "2", "75.00", "30.00", "1.500000", "2.500000", "4.000000", "40.0"],
         # A fusion's first stage is every job it needs: (3 + 1 + 0.5) s over 2 queries.
-        ["rrf", "10", "2", "0.7500", "0.3000", "2.250000", "0.500000", "2.750000", "20.0"],
+        ["rrf", "10", "2", "75.00", "30.00", "2.250000", "0.500000", "2.750000", "20.0"],
     ]
     markdown = (tmp_path / "out" / "tradeoff.md").read_text()
-    assert "| bm25 | 0 (no rerank) | 2 | 0.2500 |" in markdown
+    assert "| bm25 | 0 (no rerank) | 2 | 25.00 |" in markdown
     png = (tmp_path / "out" / "tradeoff.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
 

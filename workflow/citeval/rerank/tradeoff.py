@@ -17,9 +17,10 @@ and the fusion itself) and their seconds are summed. ``--entry NAME K METRICS_TS
 timing file) or of its run reranked at K (with the timing JSON of ``citeval.rerank
 rerank``).
 
-Each row holds R@10 and MAP (means over the queries of the metrics TSV, read with
-:func:`citeval.metrics.read_per_query_tsv`), the first stage's seconds per query (its
-summed benchmark seconds over the number of queries in the metrics TSV), the rerank's
+Each row holds R@10 and MAP in percent, as every other table (means over the queries of
+the metrics TSV, read with :func:`citeval.metrics.read_per_query_tsv`), the first stage's
+seconds per query (its summed benchmark seconds over the number of queries in the metrics
+TSV), the rerank's
 seconds per query at K (``per_k[K].seconds_per_query`` of the timing JSON, pro-rated from
 the measured throughput), their total, and the reranker's pairs per second.
 
@@ -106,7 +107,8 @@ def benchmark_seconds(path: str | os.PathLike) -> float:
 
 
 def metric_means(path: str | os.PathLike) -> tuple[int, float, float]:
-    """``(queries, mean R@10, mean MAP)`` over the per-query rows of a metrics TSV."""
+    """``(queries, mean R@10, mean MAP)`` over the per-query rows of a metrics TSV; the
+    means in percent."""
     table = read_per_query_tsv(path)
     rows = {qid: values for qid, values in table.items() if qid != ALL_QUERIES}
     if not rows:
@@ -118,7 +120,7 @@ def metric_means(path: str | os.PathLike) -> tuple[int, float, float]:
             raise InputDataError(
                 f"query {missing[0]!r} has no {measure!r}", path=str(path), field="measure"
             )
-        means.append(math.fsum(values[measure] for values in rows.values()) / len(rows))
+        means.append(100 * math.fsum(values[measure] for values in rows.values()) / len(rows))
     return len(rows), means[0], means[1]
 
 
@@ -183,8 +185,8 @@ def _cells(row: Row) -> list[str]:
         row.first_stage,
         str(row.k),
         str(row.queries),
-        f"{row.recall:.4f}",
-        f"{row.map:.4f}",
+        f"{row.recall:.2f}",
+        f"{row.map:.2f}",
         f"{row.first_stage_seconds:.6f}",
         f"{row.rerank_seconds:.6f}",
         f"{row.total_seconds:.6f}",
@@ -278,14 +280,14 @@ def plot(rows: Sequence[Row], path: str | os.PathLike, title: str) -> None:
         left.xaxis.set_major_formatter(ScalarFormatter())
         left.xaxis.set_minor_locator(NullLocator())
     left.set_xlabel("K (candidates reranked, log scale)")
-    left.set_ylabel("R@10")
+    left.set_ylabel("R@10 (%)")
     left.set_title("R@10 against rerank depth K (dashed: first stage alone)")
     left.grid(True, which="both", alpha=0.3)
     left.legend(fontsize=8)
     right.set_xscale("log")
     right.margins(x=0.12)
     right.set_xlabel("total time per query (s, first stage + rerank; log scale)")
-    right.set_ylabel("R@10")
+    right.set_ylabel("R@10 (%)")
     right.set_title("R@10 against time (square: first stage alone)")
     right.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=8)
