@@ -20,9 +20,9 @@ rerank``).
 Each row holds R@10 and MAP in percent, as every other table (means over the queries of
 the metrics TSV, read with :func:`citeval.metrics.read_per_query_tsv`), the first stage's
 seconds per query (its summed benchmark seconds over the number of queries in the metrics
-TSV), the rerank's
-seconds per query at K (``per_k[K].seconds_per_query`` of the timing JSON, pro-rated from
-the measured throughput), their total, and the reranker's pairs per second.
+TSV), the rerank's seconds per query at K (``per_k[K].seconds_per_query`` of the timing
+JSON, pro-rated from the measured throughput), their total, and the reranker's pairs per
+second.
 
 Writes ``tradeoff.tsv``, ``tradeoff.md`` and ``tradeoff.png`` (left: R@10 against K on a
 log axis, one line per first stage, its K = 0 value as a dashed level; right: R@10 against
