@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
-        },  # fmt: skip
+        },
         "load_avg_before": load_before,
         "load_avg_after": os.getloadavg(),
     }
