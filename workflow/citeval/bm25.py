@@ -321,14 +321,19 @@ def load_queries(
 ) -> list[tuple[str, str]]:
     """``(query_id, title + " " + abstract)`` of one group's queries, sorted by id.
 
-    Queries without any text are dropped with a warning (they cannot match anything).
+    Queries without any text are dropped with a warning (they cannot match anything). A
+    group that sampling left without queries (its ``collections.tsv`` says 0) has none;
+    any other group without queries is an error.
     """
     papers = _papers_glob(papers_dir)
     queries = _require_file(queries_path, "queries file")
     query_ids = 'SELECT query_id AS paper_id FROM read_parquet(?) WHERE "group" = ?'
     n_queries = con.execute(f"SELECT count(*) FROM ({query_ids})", [queries, group]).fetchone()[0]
     if n_queries == 0:
-        raise InputDataError(f"no queries for group {group!r}", path=queries)
+        if group_query_count(Path(queries).parent, group) > 0:
+            raise InputDataError(f"no queries for group {group!r}", path=queries)
+        LOG.warning("group %s has no queries (the sample report says why)", group)
+        return []
     _check_all_found(con, query_ids, [queries, group], papers, f"queries of group {group}")
     rows = con.execute(
         "SELECT paper_id, title, abstract FROM read_parquet(?) "
@@ -451,10 +456,6 @@ def _search_command(args: argparse.Namespace) -> None:
     k1, b = params_from_args(args)
     _start(args)
     _check_index_group(args.index_dir, args.group, args.rep)
-    if group_query_count(Path(args.queries).parent, args.group) == 0:
-        LOG.warning("group %s has no queries (the sample report says why)", args.group)
-        write_run({}, args.output, args.tag, args.k)
-        return
     con = _connect(args.threads, args.duckdb_memory)
     queries = load_queries(con, args.papers, args.queries, args.group)
     with impacts.open_searcher(args.index_dir, k1, b, args.searcher) as searcher:
