@@ -288,7 +288,8 @@ def dataset_level_table(
             for column, (g, m) in columns.items()
         }
         tests = table_tests(name, per_column, settings, DATASET_UNIT)
-    empty = [labels[g] for g in groups if g in groups_without_queries(results, "dataset")]
+    without_queries = groups_without_queries(results, "dataset")
+    empty = [labels[g] for g in groups if g in without_queries]
     write_table(output_dir, name, title, header, rows, tests, empty)
     return rows
 
@@ -313,7 +314,8 @@ def field_level_tables(
     test = settings is not None and not baseline_missing(models, settings, "field-level tables")
     if test:
         check_same_queries(values, settings.baseline)
-    empty = [f for f in shown if field_slug(f) in groups_without_queries(results, "field")]
+    without_queries = groups_without_queries(results, "field")
+    empty = [f for f in shown if field_slug(f) in without_queries]
     for measure, (name, title) in tables.items():
         rows = []
         for model in models:
