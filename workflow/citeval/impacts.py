@@ -47,10 +47,10 @@ import logging
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -175,6 +175,112 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
+class PostingsBatch(NamedTuple):
+    """Doc-major postings of a batch of documents: document ``i`` holds the terms
+    ``terms[indptr[i]:indptr[i + 1]]`` (ascending term numbers) with their frequencies."""
+
+    ids: list[str]
+    lengths: np.ndarray  # int64: analyzed tokens per document, stop words removed
+    indptr: np.ndarray  # int64, len(ids) + 1
+    terms: np.ndarray  # int32
+    freqs: np.ndarray  # int32
+
+
+def analyzed_postings(
+    documents: Iterable[tuple[str, str]], vocabulary: dict[str, int], threads: int = 1
+) -> Iterator[PostingsBatch]:
+    """Analyze ``(doc_id, text)`` pairs into doc-major postings, in input order.
+
+    Terms are numbered in ``vocabulary`` (term -> number), which new terms are added to.
+    """
+    id_batches: list[list[str]] = []
+
+    def texts() -> Iterator[list[str]]:
+        for batch in _batches(documents, ANALYZE_BATCH):
+            id_batches.append([doc_id for doc_id, _ in batch])
+            yield [text for _, text in batch]
+
+    for batch_tokens in _analyzed_batches(texts(), threads):
+        ids = id_batches.pop(0)
+        lengths = np.fromiter(map(len, batch_tokens), np.int64, len(batch_tokens))
+        term_ids = np.fromiter(
+            (vocabulary.setdefault(t, len(vocabulary)) for tokens in batch_tokens for t in tokens),
+            np.int64,
+            int(lengths.sum()),
+        )
+        # One sort per batch turns tokens into (document, term, frequency) postings.
+        keys, freqs = np.unique(
+            (np.repeat(np.arange(len(ids), dtype=np.int64), lengths) << 32) | term_ids,
+            return_counts=True,
+        )
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys >> 32, minlength=len(ids)), out=indptr[1:])
+        yield PostingsBatch(
+            ids, lengths, indptr, (keys & 0xFFFFFFFF).astype(np.int32), freqs.astype(np.int32)
+        )
+
+
+def doc_matrix(indptr: np.ndarray, terms: np.ndarray, freqs: np.ndarray, n_terms: int) -> Any:
+    """Doc-major postings as a SciPy CSR matrix (documents x terms) of term frequencies."""
+    from scipy import sparse
+
+    # SciPy casts the term numbers to the index type of indptr: int32 while it fits keeps
+    # them uncopied.
+    if indptr[-1] <= np.iinfo(np.int32).max and n_terms <= np.iinfo(np.int32).max:
+        indptr = indptr.astype(np.int32)
+    return sparse.csr_matrix((freqs, terms, indptr), shape=(indptr.size - 1, n_terms), copy=False)
+
+
+def write_impacts(
+    index_dir: str | os.PathLike,
+    matrix: Any,
+    term_names: Callable[[np.ndarray], list[str]],
+    lengths: np.ndarray,
+    norms: np.ndarray,
+    verify: bool,
+) -> dict[str, Any]:
+    """Write the impact matrix of ``matrix`` (CSR, row ``i`` = doc number ``i``) into
+    ``index_dir``; return its metadata.
+
+    ``term_names`` gives the names of the given term numbers; terms of no document are
+    left out. ``lengths`` and ``norms`` are per document. With ``verify``, ``index_dir``
+    is a Lucene index whose statistics the matrix must match (:func:`verify_against_lucene`).
+    """
+    index_path = Path(index_dir)
+    # Term-major postings, each list in ascending doc number (Lucene's order).
+    by_term = matrix.tocsc()
+    used = np.flatnonzero(np.diff(by_term.indptr))
+    indptr = np.zeros(used.size + 1, dtype=np.int64)
+    indptr[1:] = by_term.indptr[used + 1]
+    docs = by_term.indices.astype(np.int32, copy=False)
+    freqs = by_term.data.astype(np.int32, copy=False)
+    del by_term
+    terms = term_names(used)
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "analyzer": ANALYZER_NAME,
+        "n_docs": int(lengths.size),
+        # Documents with at least one term: Lucene's docCount, which idf and avgdl use (a
+        # text of stop words only is indexed without terms).
+        "doc_count": int(np.count_nonzero(lengths)),
+        "n_terms": len(terms),
+        "n_postings": int(docs.size),
+        "sum_total_term_freq": int(lengths.sum()),
+    }
+    if verify:
+        verify_against_lucene(index_path, meta, terms, indptr, norms)
+    with atomic_path(index_path / IMPACTS_DIR) as tmp:
+        tmp.mkdir()
+        (tmp / "terms.txt").write_text("".join(f"{t}\n" for t in terms), encoding="utf-8")
+        for name, array in (("indptr", indptr), ("docs", docs), ("freqs", freqs), ("norms", norms)):
+            np.save(tmp / f"{name}.npy", array)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    LOG.info(
+        "impact matrix: %d documents, %d terms, %d postings", lengths.size, len(terms), docs.size
+    )
+    return meta
+
+
 def build_impacts(
     index_dir: str | os.PathLike,
     documents: Iterable[tuple[str, str]],
@@ -189,92 +295,53 @@ def build_impacts(
     index_path = Path(index_dir)
     docids = _docids(index_path)
     doc_numbers = {doc_id: number for number, doc_id in enumerate(docids)}
-    n_docs = len(doc_numbers)
     vocabulary: dict[str, int] = {}
-    term_parts: list[np.ndarray] = []
-    doc_parts: list[np.ndarray] = []
-    freq_parts: list[np.ndarray] = []
-    lengths = np.full(n_docs, -1, dtype=np.int64)
-
-    id_batches: list[list[str]] = []
-
-    def texts() -> Iterator[list[str]]:
-        for batch in _batches(documents, ANALYZE_BATCH):
-            id_batches.append([doc_id for doc_id, _ in batch])
-            yield [text for _, text in batch]
-
+    batches: list[PostingsBatch] = []
     with tqdm(total=n_documents, desc="impacts", unit="doc", mininterval=2) as bar:
-        for batch_tokens in _analyzed_batches(texts(), threads):
-            ids = id_batches.pop(0)
-            try:
-                numbers = np.array([doc_numbers[doc_id] for doc_id in ids], dtype=np.int64)
-            except KeyError as error:
-                raise ImpactsError(
-                    f"document {error.args[0]!r} is not in the Lucene index {index_path}"
-                ) from None
-            distinct, times = np.unique(numbers, return_counts=True)
-            repeated = np.concatenate([distinct[times > 1], numbers[lengths[numbers] >= 0]])
-            if repeated.size:
-                raise ImpactsError(f"document {docids[int(repeated[0])]!r} was given twice")
-            counts = np.fromiter(map(len, batch_tokens), np.int64, len(batch_tokens))
-            lengths[numbers] = counts
-            term_ids = np.fromiter(
-                (
-                    vocabulary.setdefault(t, len(vocabulary))
-                    for tokens in batch_tokens
-                    for t in tokens
-                ),
-                np.int64,
-                int(counts.sum()),
-            )
-            # One sort per batch turns tokens into (document, term, frequency) postings.
-            keys, freqs = np.unique(
-                (np.repeat(numbers, counts) << 32) | term_ids, return_counts=True
-            )
-            doc_parts.append((keys >> 32).astype(np.int32))
-            term_parts.append((keys & 0xFFFFFFFF).astype(np.int32))
-            freq_parts.append(freqs.astype(np.int32))
-            bar.update(len(ids))
-
-    missing = np.flatnonzero(lengths < 0)
-    if missing.size:
+        for batch in analyzed_postings(documents, vocabulary, threads):
+            batches.append(batch)
+            bar.update(len(batch.ids))
+    ids = [doc_id for batch in batches for doc_id in batch.ids]
+    try:
+        numbers = np.array([doc_numbers[doc_id] for doc_id in ids], dtype=np.int64)
+    except KeyError as error:
         raise ImpactsError(
-            f"{missing.size} of {n_docs} documents of the Lucene index {index_path} were not "
-            f"given (e.g. Lucene doc {int(missing[0])})"
+            f"document {error.args[0]!r} is not in the Lucene index {index_path}"
+        ) from None
+    distinct, first = np.unique(numbers, return_index=True)
+    if distinct.size < numbers.size:
+        twice = np.setdiff1d(np.arange(numbers.size), first)[0]
+        raise ImpactsError(f"document {ids[int(twice)]!r} was given twice")
+    if distinct.size < len(docids):
+        missing = np.setdiff1d(np.arange(len(docids)), distinct)
+        raise ImpactsError(
+            f"{missing.size} of {len(docids)} documents of the Lucene index {index_path} were "
+            f"not given (e.g. Lucene doc {int(missing[0])})"
         )
-    terms_of = np.concatenate(term_parts) if term_parts else np.zeros(0, np.int32)
-    docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, np.int32)
-    freqs = np.concatenate(freq_parts) if freq_parts else np.zeros(0, np.int32)
-    del term_parts, doc_parts, freq_parts
-    # Term-major postings, each list in ascending doc number (Lucene's order; a multi-
-    # threaded index numbers documents in another order than the collection's).
-    order = np.argsort((terms_of.astype(np.int64) << 32) | docs)
-    docs, freqs = docs[order], freqs[order]
-    indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(terms_of, minlength=len(vocabulary)), out=indptr[1:])
-    del terms_of, order
-    terms = sorted(vocabulary, key=vocabulary.__getitem__)
-    norms = lucene_norm_codes(lengths)
-    meta = {
-        "format_version": FORMAT_VERSION,
-        "analyzer": ANALYZER_NAME,
-        "n_docs": n_docs,
-        # Documents with at least one term: Lucene's docCount, which idf and avgdl use (a
-        # text of stop words only is indexed without terms).
-        "doc_count": int(np.count_nonzero(lengths)),
-        "n_terms": len(terms),
-        "n_postings": int(docs.size),
-        "sum_total_term_freq": int(lengths.sum()),
-    }
-    verify_against_lucene(index_path, meta, terms, indptr, norms)
-    with atomic_path(index_path / IMPACTS_DIR) as tmp:
-        tmp.mkdir()
-        (tmp / "terms.txt").write_text("".join(f"{t}\n" for t in terms), encoding="utf-8")
-        for name, array in (("indptr", indptr), ("docs", docs), ("freqs", freqs), ("norms", norms)):
-            np.save(tmp / f"{name}.npy", array)
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    LOG.info("impact matrix: %d documents, %d terms, %d postings", n_docs, len(terms), docs.size)
-    return meta
+    offsets = np.cumsum([0] + [int(batch.indptr[-1]) for batch in batches])[:-1]
+    indptr = np.concatenate(
+        [[0]] + [batch.indptr[1:] + offset for batch, offset in zip(batches, offsets, strict=True)]
+    ).astype(np.int64)
+    matrix = doc_matrix(
+        indptr,
+        np.concatenate([b.terms for b in batches] or [np.zeros(0, np.int32)]),
+        np.concatenate([b.freqs for b in batches] or [np.zeros(0, np.int32)]),
+        len(vocabulary),
+    )
+    lengths = np.concatenate([b.lengths for b in batches] or [np.zeros(0, np.int64)])
+    del batches
+    # Rows into Lucene's doc number order (a multi-threaded index numbers documents in
+    # another order than the collection's).
+    order = np.argsort(numbers)
+    names = np.array(list(vocabulary), dtype=object)
+    return write_impacts(
+        index_path,
+        matrix[order],
+        lambda used: names[used].tolist(),
+        lengths[order],
+        lucene_norm_codes(lengths[order]),
+        verify=True,
+    )
 
 
 def _docids(index_path: Path) -> list[str]:
