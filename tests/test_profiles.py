@@ -78,7 +78,8 @@ def test_slurm_renders_the_merge_encode_bm25_and_rerank_jobs(fresh):
     assert "--cpus-per-task=8" in merge and "--gpus" not in merge
     expected = {
         "encode": (" -p gpu", " --mem 32000", " -t 480", "--cpus-per-task=8", " --gpus=1"),
-        "bm25_index": (" -p cpu", " --mem 16000", " -t 120", "--cpus-per-task=8"),
+        "bm25_analyze": (" -p cpu", " --mem 32000", " -t 720", "--cpus-per-task=8"),
+        "bm25_index": (" -p cpu", " --mem 16000", " -t 120", "--cpus-per-task=2"),
         "rerank": (" -p gpu", " --mem 16000", " -t 240", "--cpus-per-task=8", " --gpus=1"),
         "train_encoder": (" -p gpu", " --mem 32000", " -t 1440", " --gpus=1"),
     }

@@ -174,8 +174,10 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     assert result.returncode == 0, result.stderr
     jobs = _jobs(result.stdout)
     # 2 repetitions × 2 pool sizes + 4 fields (test), 2 + 4 (validation), 1 training pool.
-    assert {rule: jobs[rule] for rule in ("sample", "bm25_index", "bm25_search")} == {
+    rules = ("sample", "bm25_analyze", "bm25_index", "bm25_search")
+    assert {rule: jobs[rule] for rule in rules} == {
         "sample": 2,
+        "bm25_analyze": 1,
         "bm25_index": 13,
         "bm25_search": 13,
     }
