@@ -53,10 +53,12 @@ def rank_documents(scores: Mapping[str, float], k: int | None = None) -> list[tu
         bad = sorted(doc_id for doc_id, v in zip(scores, values, strict=True) if math.isnan(v))
         raise ValueError(f"NaN score for document(s) {bad[:5]}")
     keyed = list(zip(values, scores, strict=True))
-    if k is not None and k < len(keyed):
+    # A heap pays off only when k is a small part of the input; a search run keeps k of
+    # k + 1 hits, where one C sort is several times faster.
+    if k is not None and 2 * k < len(keyed):
         top = heapq.nlargest(k, keyed)
     else:
-        top = sorted(keyed, reverse=True)
+        top = sorted(keyed, reverse=True)[:k]
     return [(doc_id, score) for score, doc_id in top]
 
 
