@@ -1,4 +1,4 @@
-"""Lucene's BM25, scored in bulk from an impact matrix stored beside the Lucene index.
+"""Lucene's BM25, scored in bulk from an impact matrix stored in the index folder.
 
 Lucene answers a disjunctive query of a whole abstract's terms by walking every posting
 list through its scorer tree, one document at a time; at k = 500 its dynamic pruning skips
@@ -11,9 +11,11 @@ give, score for score:
   of words, one clause per distinct term boosted by its count.
 * **The same statistics.** ``docCount`` (documents with at least one term),
   ``sumTotalTermFreq``, document frequencies and the one-byte length norms are computed
-  from those tokens, and checked against the Lucene index when the matrix is built (every
-  collection statistic; a seeded sample of terms and of norms); any difference is an
-  error.
+  from those tokens. A pool's matrix is cut from the corpus analyzed once
+  (:mod:`citeval.analyzed`); where a Lucene index is built beside it, or the matrix is
+  built for an existing one (:func:`build_impacts`), every collection statistic and a
+  seeded sample of terms and of norms are checked against Lucene's, and any difference
+  is an error.
 * **The same arithmetic.** Lucene's ``BM25Similarity`` in float32: ``idf`` as
   ``(float) log(1 + (N - n + 0.5) / (n + 0.5))``, the 256-entry table
   ``1 / (k1 * (1 - b + b * length / avgdl))`` indexed by the norm byte, and per posting
@@ -24,20 +26,22 @@ give, score for score:
   and carry the index's paper ids, so :func:`citeval.bm25.search_queries` (self
   exclusion, trec_eval's tie order at the cut) treats both searchers alike.
 
-Layout (inside the Lucene index folder, written atomically as one sub-folder)::
+Layout (inside the index folder, written atomically as one sub-folder)::
 
     citeval-impacts/
         meta.json     n_docs, doc_count, n_terms, n_postings, sum_total_term_freq, analyzer,
                       format version
         terms.txt     one analyzed term per line (analyzed terms hold no whitespace)
         indptr.npy    int64, n_terms + 1: term t's postings are [indptr[t], indptr[t+1])
-        docs.npy      int32, Lucene doc numbers, ascending within each term
+        docs.npy      int32, doc numbers (Lucene's, where there is a Lucene index), ascending
+                      within each term
         freqs.npy     int32, term frequencies
         norms.npy     uint8, Lucene's length norm of each document
 
-Memory: building peaks at about 36 bytes per posting, while the postings are sorted into
-term order, plus the vocabulary; searching holds 12 bytes per posting (float32 impacts and
-divisors, int32 doc numbers) plus one float64 score per document per searching thread.
+Memory: writing a matrix holds its postings twice (doc-major, then term-major, 8 bytes
+per posting each) plus the vocabulary; searching holds 12 bytes per posting (float32
+impacts and divisors, int32 doc numbers) plus one float64 score per document per
+searching thread.
 """
 
 from __future__ import annotations
