@@ -292,3 +292,26 @@ def test_import_mode_scores_the_given_files_without_building(workdir):
         assert "--embeddings" not in words
     (bm25,) = [words for words in commands if "bm25" in words[words.index("--kind") + 1]]
     assert bm25[bm25.index("--k1") + 1 : bm25.index("--k1") + 4] == ["0.9", "--b", "0.4"]
+
+
+def test_the_lucene_searcher_gets_lucene_indexes(workdir):
+    """bm25.searcher: lucene makes every pool's index a Lucene index too, which its searcher
+    needs; by default bm25_index cuts the impact matrix alone from the analyzed corpus."""
+    (workdir / "lucene.yaml").write_text(yaml.safe_dump({"bm25": {"searcher": "lucene"}}))
+    lucene = ["--configfile", str(workdir / "lucene.yaml")]
+    for extra, searcher in (([], "impacts"), (lucene, "lucene")):
+        result = snakemake(workdir, "-n", "-p", "--cores", "2", *extra)
+        assert result.returncode == 0, result.stderr
+        commands = [
+            shlex.split(line.removeprefix("Shell command: "))
+            for line in result.stdout.splitlines()
+            if line.startswith("Shell command: ") and "citeval.bm25" in line
+        ]
+        index = [words for words in commands if words[3] == "index"]
+        search = [words for words in commands if words[3] in ("search", "tune")]
+        assert len(index) == 13 and len(search) == 15
+        assert all(("--lucene-papers" in words) == (searcher == "lucene") for words in index)
+        assert all(
+            words[words.index("--analyzed") + 1].endswith("bm25-analyzed") for words in index
+        )
+        assert all(words[words.index("--searcher") + 1] == searcher for words in search)
