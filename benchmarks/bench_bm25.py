@@ -17,7 +17,7 @@ in that process and counts. Tools and what is timed:
   JsonCollection, Anserini's IndexCollection with one writer thread, and the check of the
   matrix against Lucene's statistics) is timed apart: only its searcher needs it.
   *Search*:
-  :func:`citeval.bm25.search_queries` with ``--threads`` threads: k+1 hits per query, self
+  :func:`citeval.bm25.search.search_queries` with ``--threads`` threads: k+1 hits per query, self
   exclusion, hits converted to Python. For comparison, pyserini's path is timed too:
   Anserini's ``SimpleSearcher.batch_search`` (what ``LuceneSearcher.batch_search`` calls)
   on the same queries, in Java only, without converting its hits to Python.
@@ -71,13 +71,13 @@ def _peak_rss_mb() -> float:
 
 
 def _doc_text(title: str | None, abstract: str | None) -> str:
-    from citeval.bm25 import DOC_SEPARATOR, paper_text
+    from citeval.bm25.papers import DOC_SEPARATOR, paper_text
 
     return paper_text(title, abstract, DOC_SEPARATOR)
 
 
 def _query_text(title: str | None, abstract: str | None) -> str:
-    from citeval.bm25 import QUERY_SEPARATOR, paper_text
+    from citeval.bm25.papers import QUERY_SEPARATOR, paper_text
 
     return paper_text(title, abstract, QUERY_SEPARATOR)
 
@@ -242,36 +242,39 @@ def _subsample(qids: list[str], n: int, seed: int) -> list[str]:
 
 
 def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from citeval import bm25, impacts, lucene
+    from citeval import impacts, lucene
+    from citeval.bm25.index import analyze_corpus, build_pool_index
+    from citeval.bm25.papers import connect, load_queries
+    from citeval.bm25.search import search_queries
 
     lucene.start_jvm(heap=args.java_heap, processors=args.threads)
     lucene.set_java_log_level("WARN")
     analyzed_dir, index_dir = work / "analyzed", work / "index"
     lucene_dir = work / "lucene-index"
-    con = bm25._connect(args.threads)
+    con = connect(args.threads)
     pools = work / "pools.parquet"
     t0 = time.perf_counter()
-    analyzed_meta = bm25.analyze_corpus(work / "papers", analyzed_dir, threads=args.threads)
+    analyzed_meta = analyze_corpus(work / "papers", analyzed_dir, threads=args.threads)
     t1 = time.perf_counter()
-    meta = bm25.build_pool_index(analyzed_dir, pools, GROUP, 0, index_dir, args.threads)
+    meta = build_pool_index(analyzed_dir, pools, GROUP, 0, index_dir, args.threads)
     t2 = time.perf_counter()
     # Lucene's own index of the pool, for its searcher; it checks the matrix against
     # Lucene's statistics too. Not part of `bm25 index` unless bm25.searcher is lucene.
-    bm25.build_pool_index(
+    build_pool_index(
         analyzed_dir, pools, GROUP, 0, lucene_dir, args.threads, lucene_papers_dir=work / "papers"
     )
     t3 = time.perf_counter()
     n_docs = meta["n_docs"]
     index_bytes = sum(f.stat().st_size for f in index_dir.rglob("*") if f.is_file())
-    queries = bm25.load_queries(con, work / "papers", work / "queries.parquet", GROUP)
+    queries = load_queries(con, work / "papers", work / "queries.parquet", GROUP)
     qrels = read_qrels(work / "qrels.txt")
     warm = queries[:20]
     runs, seconds = {}, {}
     for kind, path in (("impacts", index_dir), ("lucene", lucene_dir)):
         with impacts.open_searcher(path, args.k1, args.b, kind) as searcher:
-            bm25.search_queries(searcher, warm, args.k, progress=False, threads=args.threads)
+            search_queries(searcher, warm, args.k, progress=False, threads=args.threads)
             started = time.perf_counter()
-            runs[kind] = bm25.search_queries(
+            runs[kind] = search_queries(
                 searcher, queries, args.k, args.batch_size, progress=False, threads=args.threads
             )
             seconds[kind] = time.perf_counter() - started

@@ -24,7 +24,12 @@ import pyserini  # noqa: F401
 import pytest
 import rank_bm25
 
-from citeval import analyzed, bm25, impacts, lucene
+from citeval import analyzed, impacts, lucene
+from citeval.bm25 import cli as bm25_cli
+from citeval.bm25 import index as bm25_index
+from citeval.bm25 import papers as bm25_papers
+from citeval.bm25 import search as bm25_search
+from citeval.bm25 import tune as bm25_tune
 from citeval.collections import CollectionInfo, write_collections
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
@@ -141,12 +146,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
     lucene.start_jvm(heap="1g", processors=2)
     lucene.set_java_log_level("WARN")
     analyzed_dir = root / "analyzed"
-    bm25.analyze_corpus(papers_dir, analyzed_dir)
-    meta = bm25.build_pool_index(
+    bm25_index.analyze_corpus(papers_dir, analyzed_dir)
+    meta = bm25_index.build_pool_index(
         analyzed_dir, sample / "pools.parquet", GROUP, 0, index_dir, lucene_papers_dir=papers_dir
     )
     plain_index = root / "indexes-without-lucene" / f"{GROUP}.rep0"
-    bm25.build_pool_index(analyzed_dir, sample / "pools.parquet", GROUP, 0, plain_index)
+    bm25_index.build_pool_index(analyzed_dir, sample / "pools.parquet", GROUP, 0, plain_index)
     return {
         "root": root,
         "papers": papers,
@@ -164,7 +169,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def _texts(corpus: dict, ids: list[str], sep: str) -> list[str]:
     by_id = {p["paper_id"]: p for p in corpus["papers"]}
-    return [bm25.paper_text(by_id[i]["title"], by_id[i]["abstract"], sep) for i in ids]
+    return [bm25_papers.paper_text(by_id[i]["title"], by_id[i]["abstract"], sep) for i in ids]
 
 
 # --- indexing -------------------------------------------------------------------------------
@@ -187,7 +192,7 @@ def test_index_holds_exactly_the_pool(corpus: dict) -> None:
 
 def test_unknown_pool_is_an_input_error(corpus: dict, tmp_path: Path) -> None:
     with pytest.raises(InputDataError, match="no pool for group 'pool-9'"):
-        bm25.build_pool_index(
+        bm25_index.build_pool_index(
             corpus["analyzed"], corpus["sample"] / "pools.parquet", "pool-9", 0, tmp_path / "x"
         )
     assert not (tmp_path / "x").exists()
@@ -203,7 +208,7 @@ def test_pool_paper_missing_from_corpus_is_an_input_error(corpus: dict, tmp_path
     with pytest.raises(
         InputDataError, match=r"1 papers of pool pool-100 not in the analyzed.*p9999"
     ):
-        bm25.build_pool_index(corpus["analyzed"], pools, "pool-100", 0, tmp_path / "x")
+        bm25_index.build_pool_index(corpus["analyzed"], pools, "pool-100", 0, tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
 
@@ -228,7 +233,10 @@ def test_analyzed_corpus_holds_each_paper_once(corpus: dict, tmp_path: Path) -> 
     table = table.set_column(1, "title", pa.array(["", "of", "y"]))
     table = table.set_column(2, "abstract", pa.array([None, "the of", "z"]))
     pq.write_table(table, papers_dir / "part-00000.parquet")
-    assert bm25.main(["analyze", "--papers", str(papers_dir), "--output", str(tmp_path / "a")]) == 0
+    assert (
+        bm25_cli.main(["analyze", "--papers", str(papers_dir), "--output", str(tmp_path / "a")])
+        == 0
+    )
     rows = pq.read_table(tmp_path / "a" / analyzed.PAPERS).to_pylist()
     assert sorted((r["paper_id"], r["row"]) for r in rows) == [
         ("p0000", None),
@@ -238,11 +246,11 @@ def test_analyzed_corpus_holds_each_paper_once(corpus: dict, tmp_path: Path) -> 
     # p0001 holds stop words only: a document without terms, as Lucene indexes it.
     assert np.load(tmp_path / "a" / "lengths.npy").tolist() == [0, 2]
     args = ["analyze", "--papers", str(papers_dir), "--ids", str(ids)]
-    assert bm25.main([*args, "--output", str(tmp_path / "b")]) == 0
+    assert bm25_cli.main([*args, "--output", str(tmp_path / "b")]) == 0
     assert analyzed.AnalyzedCorpus(tmp_path / "b").meta["n_papers"] == 2
     pq.write_table(pa.table({"paper_id": ["p0001", "p9999"]}), ids)
     with pytest.raises(InputDataError, match=r"1 papers listed in .* not in the corpus.*p9999"):
-        bm25.analyze_corpus(papers_dir, tmp_path / "c", ids)
+        bm25_index.analyze_corpus(papers_dir, tmp_path / "c", ids)
     assert not (tmp_path / "c").exists()
 
 
@@ -259,8 +267,8 @@ def test_index_without_lucene_is_the_verified_matrix(corpus: dict, tmp_path: Pat
     args = ["search", "--index-dir", str(plain), "--papers", str(corpus["papers_dir"])]
     args += ["--queries", str(corpus["sample"] / "queries.parquet"), "--group", GROUP]
     args += ["--output", str(tmp_path / "run.trec")]
-    assert bm25.main([*args, "--searcher", "lucene"]) == 2
-    assert bm25.main(args) == 0
+    assert bm25_cli.main([*args, "--searcher", "lucene"]) == 2
+    assert bm25_cli.main(args) == 0
 
 
 # --- scores against references ---------------------------------------------------------------
@@ -387,16 +395,16 @@ def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed_queries: dict) -> No
 
 
 def test_search_excludes_self_respects_k_and_is_deterministic(corpus: dict) -> None:
-    con = bm25._connect(1)
-    queries = bm25.load_queries(
+    con = bm25_papers.connect(1)
+    queries = bm25_papers.load_queries(
         con, corpus["papers_dir"], corpus["sample"] / "queries.parquet", GROUP
     )
     assert [q for q, _ in queries] == sorted(corpus["queries"])
     in_pool = [q for q in corpus["queries"] if q in corpus["pool"]]
     assert in_pool, "the fixture must put some queries in their pool"
     with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
-        run = bm25.search_queries(searcher, queries, 7, batch_size=6, progress=False)
-        again = bm25.search_queries(searcher, queries, 7, batch_size=64, progress=False)
+        run = bm25_search.search_queries(searcher, queries, 7, batch_size=6, progress=False)
+        again = bm25_search.search_queries(searcher, queries, 7, batch_size=64, progress=False)
         for qid in in_pool:
             # Without exclusion the query paper would be its own best match.
             assert searcher.search(dict(queries)[qid], 1)[0][0] == qid
@@ -414,7 +422,7 @@ def _index_with_impacts(docs: list[dict], root: Path, threads: int = 1) -> Path:
     (collection / "part-00000.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
 
     def add_impacts(index: Path) -> dict:
-        documents = bm25.iter_json_collection(collection)
+        documents = bm25_papers.iter_json_collection(collection)
         return {"impacts": impacts.build_impacts(index, documents, threads=threads)}
 
     lucene.build_index(collection, root / "index", extend=add_impacts)
@@ -430,7 +438,7 @@ def test_score_ties_are_cut_in_trec_eval_order(tmp_path: Path, kind: str) -> Non
     with impacts.open_searcher(index, searcher=kind) as searcher:
         hits = searcher.search("alpha", 4)
         assert len({score for _, score in hits}) == 1
-        run = bm25.search_queries(searcher, [("d5", "alpha")], 3, progress=False)
+        run = bm25_search.search_queries(searcher, [("d5", "alpha")], 3, progress=False)
     assert list(run["d5"]) == ["d9", "d8", "d7"]
 
 
@@ -460,9 +468,9 @@ def test_search_cli_writes_trec_run(corpus: dict, tmp_path: Path) -> None:
     params = tmp_path / "params.json"
     params.write_text(json.dumps({"k1": K1, "b": B}))
     k1b = ["--k1", str(K1), "--b", str(B)]
-    assert bm25.main([*common, *k1b, "--output", str(first)]) == 0
-    assert bm25.main([*common, *k1b, "--output", str(second), "--threads", "2"]) == 0
-    assert bm25.main([*common, "--params-json", str(params), "--output", str(from_json)]) == 0
+    assert bm25_cli.main([*common, *k1b, "--output", str(first)]) == 0
+    assert bm25_cli.main([*common, *k1b, "--output", str(second), "--threads", "2"]) == 0
+    assert bm25_cli.main([*common, "--params-json", str(params), "--output", str(from_json)]) == 0
     assert first.read_bytes() == second.read_bytes() == from_json.read_bytes()
     run = read_run(first)
     assert sorted(run) == sorted(corpus["queries"])
@@ -471,10 +479,10 @@ def test_search_cli_writes_trec_run(corpus: dict, tmp_path: Path) -> None:
     for qid, docs in run.items():
         assert len(docs) == 20 and qid not in docs
     # Both k1/b and --params-json is a config error (exit status 2, no traceback).
-    assert bm25.main([*common, *k1b, "--params-json", str(params), "--output", str(first)]) == 2
+    assert bm25_cli.main([*common, *k1b, "--params-json", str(params), "--output", str(first)]) == 2
     # An index of another collection is refused.
     wrong = [*common[:-4], "--rep", "1", "--output", str(tmp_path / "d.trec")]
-    assert bm25.main(wrong) == 2
+    assert bm25_cli.main(wrong) == 2
 
 
 def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
@@ -482,16 +490,16 @@ def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
     args = ["index", "--analyzed", str(corpus["analyzed"]), "--index-dir", str(index)]
     args += ["--lucene-papers", str(corpus["papers_dir"])]
     args += ["--pools", str(corpus["sample"] / "pools.parquet"), "--group", GROUP, "--rep", "0"]
-    assert bm25.main(args) == 0
+    assert bm25_cli.main(args) == 0
     assert lucene.read_index_metadata(index) == lucene.read_index_metadata(corpus["index"])
-    con = bm25._connect(1)
-    queries = bm25.load_queries(
+    con = bm25_papers.connect(1)
+    queries = bm25_papers.load_queries(
         con, corpus["papers_dir"], corpus["sample"] / "queries.parquet", GROUP
     )
     runs = []
     for path in (corpus["index"], index):
         with lucene.lucene_searcher(path, K1, B) as searcher:
-            runs.append(bm25.search_queries(searcher, queries, 50, progress=False))
+            runs.append(bm25_search.search_queries(searcher, queries, 50, progress=False))
     assert runs[0] == runs[1]
     matrix_files = sorted(p.name for p in (index / impacts.IMPACTS_DIR).iterdir())
     assert matrix_files == sorted(p.name for p in (corpus["index"] / impacts.IMPACTS_DIR).iterdir())
@@ -538,7 +546,7 @@ def test_index_is_the_same_for_any_thread_count(corpus: dict, tmp_path: Path) ->
     common += ["--lucene-papers", str(corpus["papers_dir"])]
     indexes = {threads: tmp_path / f"threads-{threads}" for threads in (1, 3)}
     for threads, index in indexes.items():
-        assert bm25.main([*common, "--index-dir", str(index), "--threads", str(threads)]) == 0
+        assert bm25_cli.main([*common, "--index-dir", str(index), "--threads", str(threads)]) == 0
     one, three = indexes[1], indexes[3]
     assert lucene.read_index_metadata(one) == lucene.read_index_metadata(three)
     assert lucene.read_docids(one) == lucene.read_docids(three) == sorted(corpus["pool"])
@@ -555,7 +563,7 @@ def test_index_is_the_same_for_any_thread_count(corpus: dict, tmp_path: Path) ->
         for threads, index in indexes.items():
             run = tmp_path / f"{kind}-{threads}.trec"
             args = [*search, "--index-dir", str(index), "--searcher", kind, "--output", str(run)]
-            assert bm25.main([*args, "--threads", str(threads)]) == 0
+            assert bm25_cli.main([*args, "--threads", str(threads)]) == 0
             runs.append(run.read_bytes())
         assert runs[0] == runs[1], kind
 
@@ -593,7 +601,7 @@ def test_impact_searcher_handles_repeated_and_unknown_terms(corpus: dict) -> Non
 def test_impact_matrix_built_by_threads_gives_lucene_hits(corpus: dict, tmp_path: Path) -> None:
     """An impact matrix analyzed by several threads scores as Lucene does."""
     docs = [
-        {"id": p["paper_id"], "contents": bm25.paper_text(p["title"], p["abstract"], "\n")}
+        {"id": p["paper_id"], "contents": bm25_papers.paper_text(p["title"], p["abstract"], "\n")}
         for p in corpus["papers"]
     ]
     index = _index_with_impacts(docs, tmp_path, threads=3)
@@ -707,9 +715,9 @@ def test_choose_best_takes_first_maximum_in_grid_order() -> None:
         {"k1": 0.9, "b": 0.3, "score": math.nan},
         {"k1": 0.9, "b": 0.5, "score": 0.4},
     ]
-    assert bm25.choose_best(grid) is grid[1]
+    assert bm25_tune.choose_best(grid) is grid[1]
     with pytest.raises(ConfigError):
-        bm25.choose_best([{"k1": 1.0, "b": 0.5, "score": math.nan}])
+        bm25_tune.choose_best([{"k1": 1.0, "b": 0.5, "score": math.nan}])
 
 
 def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:
@@ -719,7 +727,7 @@ def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:
     args += ["--k1-grid", "0.3", "1.2", "--b-grid", "0.2", "0.75", "--k", "50"]
     args += ["--output", str(output)]
     # Without --index-root the index is built on the fly, in the output's folder.
-    assert bm25.main(args) == 0
+    assert bm25_cli.main(args) == 0
     result = json.loads(output.read_text())
     assert [(p["k1"], p["b"]) for p in result["grid"]] == [
         (0.3, 0.2),
@@ -735,17 +743,17 @@ def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:
     # The same numbers with prebuilt indexes.
     again = tmp_path / "again.json"
     root = ["--index-root", str(corpus["index"].parent)]
-    assert bm25.main([*args[:-1], str(again), *root]) == 0
+    assert bm25_cli.main([*args[:-1], str(again), *root]) == 0
     assert json.loads(again.read_text()) == result
     # A grid point's score is the MAP of a search run with those parameters.
     from citeval import metrics
 
-    con = bm25._connect(1)
-    queries = bm25.load_queries(
+    con = bm25_papers.connect(1)
+    queries = bm25_papers.load_queries(
         con, corpus["papers_dir"], corpus["sample"] / "queries.parquet", GROUP
     )
     with lucene.lucene_searcher(corpus["index"], result["k1"], result["b"]) as searcher:
-        run = bm25.search_queries(searcher, queries, 50, progress=False)
+        run = bm25_search.search_queries(searcher, queries, 50, progress=False)
     per_query = metrics.evaluate(run, corpus["qrels"], ["map"])
     assert metrics.mean_over_queries(per_query)["map"] == pytest.approx(result["score"])
 
@@ -754,9 +762,9 @@ def test_tune_rejects_bad_grids(corpus: dict, tmp_path: Path) -> None:
     args = ["tune", "--papers", str(corpus["papers_dir"]), "--sample-dir", str(corpus["sample"])]
     args += ["--analyzed", str(corpus["analyzed"])]
     args += ["--k1-grid", "0.9", "--output", str(tmp_path / "t.json")]
-    assert bm25.main([*args, "--b-grid", "1.5"]) == 2
-    assert bm25.main([*args, "--b-grid", "0.4", "--metric", "nope"]) == 2
-    assert bm25.main([*args, "--b-grid", "0.4", "--collection", "pool-1.rep0"]) == 2
+    assert bm25_cli.main([*args, "--b-grid", "1.5"]) == 2
+    assert bm25_cli.main([*args, "--b-grid", "0.4", "--metric", "nope"]) == 2
+    assert bm25_cli.main([*args, "--b-grid", "0.4", "--collection", "pool-1.rep0"]) == 2
     assert not (tmp_path / "t.json").exists()
 
 

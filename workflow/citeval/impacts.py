@@ -23,7 +23,7 @@ give, score for score:
   are summed in float64 and rounded to float32, as Lucene's disjunction scorers do. On the
   test and benchmark pools every score equals Lucene's bit for bit.
 * **The same order.** Hits come score descending, ties by Lucene doc number ascending,
-  and carry the index's paper ids, so :func:`citeval.bm25.search_queries` (self
+  and carry the index's paper ids, so :func:`citeval.bm25.search.search_queries` (self
   exclusion, trec_eval's tie order at the cut) treats both searchers alike.
 
 Layout (inside the index folder, written atomically as one sub-folder)::

@@ -30,7 +30,7 @@ against pyserini itself), but leaves out what ``SimpleSearcher`` adds:
   (:func:`citeval.trec.rank_documents`), and score fusion sees unrounded scores.
 * **Top-k by score alone.** ``SimpleSearcher`` sorts by (score, docid) through doc values,
   which turns off Lucene's dynamic pruning and loads every hit's stored document. A
-  score-only top-k is exact too (:func:`citeval.bm25.search_queries` settles ties at the
+  score-only top-k is exact too (:func:`citeval.bm25.search.search_queries` settles ties at the
   cut) and faster, since pruning works and no stored field is read. Hit ids come from a
   table of Lucene doc number -> paper id stored with the index (:data:`DOCIDS_FILE`).
 * **Parallel batches without a Java pool.** ``SimpleSearcher.batch_search`` in Anserini

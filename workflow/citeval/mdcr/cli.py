@@ -117,7 +117,7 @@ def score_command(args: argparse.Namespace) -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     if args.kind == "bm25":
         from citeval import lucene
-        from citeval.bm25 import params_from_args
+        from citeval.bm25.search import params_from_args
 
         k1, b = params_from_args(args)
         lucene.start_jvm(heap=args.java_heap, processors=args.threads)

@@ -76,12 +76,12 @@ def build_bm25_index(
     """A Lucene index (with its impact matrix) of ``papers``; return the documents indexed.
 
     Documents are ``title + "\\n" + abstract``, in ``paper_id`` order, built as the pool
-    indexes are (:func:`citeval.bm25.build_text_index`): papers with neither are left out.
+    indexes are (:func:`citeval.bm25.index.build_text_index`): papers with neither are left out.
     """
     import pyarrow as pa
 
     from citeval import lucene
-    from citeval.bm25 import build_text_index
+    from citeval.bm25.index import build_text_index
 
     lucene.start_jvm()
     ordered = sorted(papers, key=lambda p: p.paper_id)
@@ -107,7 +107,7 @@ def bm25_scores(
 ) -> Scores:
     """BM25 score of every pair on the index at ``index_dir`` (see the module docstring)."""
     from citeval import impacts
-    from citeval.bm25 import QUERY_SEPARATOR, paper_text
+    from citeval.bm25.papers import QUERY_SEPARATOR, paper_text
 
     pairs = query_candidates(benchmark)
     scores: Scores = {}
