@@ -16,8 +16,8 @@ is the default config. ``sampling.on_too_small: cap`` keeps a field that cannot 
 queries (its collections stay, with fewer queries; the sample report says so).
 
     python benchmarks/bench_protocol.py \
-        --corpus 'benchmarks/out/data/synth-1000000x4-seed13-s2orc-v2020/s2orc-*.jsonl.gz' \
-        --scale 0.1 --name protocol-1m
+        --corpus 'benchmarks/out/data/synth-10000000x40-seed13-s2orc-v2020/s2orc-*.jsonl.gz' \
+        --name protocol-10m
 
 Writes ``benchmarks/out/<name>.json``: the run's wall seconds against ``--target-hours``
 (2), every rule's job count, summed wall and CPU seconds and largest peak RSS from the
