@@ -13,6 +13,8 @@ rule bm25_analyze:
         filtered=rules.prefilter.output.papers,
     output:
         directory(f"{RESULTS}/indexes/bm25-analyzed"),
+    params:
+        memory_limit=config["ingest"]["memory_limit"],
     conda:
         "../envs/bm25.yaml"
     log:
@@ -21,11 +23,14 @@ rule bm25_analyze:
         f"{BENCHMARKS}/bm25_analyze.tsv"
     threads: config["retrieval"]["threads"]
     resources:
-        mem_mb=8000,
+        # DuckDB sorts the papers' texts within the limit and spills beyond it; the JVM and
+        # the analyzer's batches come on top (about 1 GB on 2.25M papers).
+        mem_mb=int(memory_bytes(config["ingest"]["memory_limit"]) / 1e6) + 2000,
         runtime=480,
     shell:
         "python -m citeval.bm25 analyze --papers {input.corpus:q}/papers "
-        "--ids {input.filtered:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+        "--ids {input.filtered:q} --output {output:q} --threads {threads} "
+        "--duckdb-memory {params.memory_limit:q} > {log:q} 2>&1"
 
 
 rule bm25_index:

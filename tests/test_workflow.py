@@ -191,13 +191,17 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
         "mdcr_evaluate": 12,  # bm25, the three encoders, rrf and the reranker, per split
         "mdcr_tables": 1,
     }
-    builds = [
+    commands = [
         shlex.split(line.removeprefix("Shell command: "))
         for line in result.stdout.splitlines()
-        if line.startswith("Shell command: ") and "citeval.mdcr build" in line
+        if line.startswith("Shell command: ")
     ]
+    builds = [words for words in commands if words[2:4] == ["citeval.mdcr", "build"]]
     by_split = {words[words.index("--split") + 1]: words for words in builds}
     assert "--model-types-from" not in by_split["test"]
+    # The analysis sorts every prefiltered paper's text in DuckDB: within ingest's budget.
+    [analyze] = [words for words in commands if words[2:4] == ["citeval.bm25", "analyze"]]
+    assert analyze[analyze.index("--duckdb-memory") + 1] == "2GB"
     types_from = by_split["valid"][by_split["valid"].index("--model-types-from") + 1]
     assert types_from.endswith("mdcr/mdcr_test_report.json")
 
