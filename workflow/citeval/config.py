@@ -1,0 +1,459 @@
+"""The pipeline's configuration: the schema's defaults filled in, validated, and typed.
+
+``schema.yaml`` (beside this module; ``config/schema.yaml`` links to it) is the one place
+where each setting's default and description live. :func:`load_config` fills those
+defaults into a merged YAML config, validates it, decodes it into the frozen structs below
+(one per section) and runs the checks that span sections, so a bad config fails before
+Snakemake builds its DAG, with the key's path. The structs declare no defaults of their
+own: every value comes from the config or the schema.
+
+Stage commands read their defaults from the same schema (:func:`schema_default`, used by
+:mod:`citeval.settings`), so a stage run by hand behaves as the pipeline's.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import msgspec
+import yaml
+
+from citeval.errors import ConfigError
+
+SCHEMA_PATH = Path(__file__).with_name("schema.yaml")
+
+
+class Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A config section: every field required, as the schema supplies the defaults."""
+
+
+# --- corpus and ingestion -----------------------------------------------------------
+
+
+class Synthetic(Section):
+    num_papers: int
+    num_shards: int
+    first_year: int
+    last_year: int
+
+
+class S2agPaths(Section):
+    papers: list[str]
+    abstracts: list[str]
+    citations: list[str]
+
+
+class Corpus(Section):
+    format: Literal["s2orc_v2020", "s2ag", "parquet"]
+    paths: list[str] | S2agPaths
+    synthetic: Synthetic | None
+
+
+class Ingest(Section):
+    max_bad_fraction: float
+    on_duplicate: Literal["error", "keep_first"]
+    rows_per_part: int
+    memory_limit: str
+
+
+class Prefilter(Section):
+    require_year: bool
+    require_title: bool
+    min_abstract_chars: int
+    min_citations: int
+    citation_direction: Literal["cited_by", "references", "both"]
+
+
+# --- sampling ----------------------------------------------------------------------
+
+
+class DatasetLevel(Section):
+    enabled: bool
+    num_queries: int
+    pool_sizes: list[int]
+    repetitions: int
+
+
+class FieldLevel(Section):
+    enabled: bool
+    fields: list[str]
+    queries_per_field: int
+    pool_size: int
+    repetitions: int
+
+
+class Validation(Section):
+    num_queries: int
+    queries_per_field: int
+
+
+class Sampling(Section):
+    query_year: int
+    on_too_small: Literal["fail", "cap"]
+    min_query_references: int
+    exclude_query_ids: str | None
+    dataset_level: DatasetLevel
+    field_level: FieldLevel
+    validation: Validation
+
+
+# --- retrieval ---------------------------------------------------------------------
+
+
+class Retrieval(Section):
+    k: int
+    threads: int
+
+
+class BM25Tune(Section):
+    enabled: bool
+    k1_grid: list[float]
+    b_grid: list[float]
+    metric: Literal["map", "ndcg"]
+
+
+class BM25(Section):
+    k1: float
+    b: float
+    searcher: Literal["impacts", "lucene"]
+    tune: BM25Tune
+
+
+class Metrics(Section):
+    cutoffs: list[int]
+
+
+class ModelEntry(Section):
+    path: str
+    pooling: Literal["cls", "mean", "aspire"]
+    max_length: int
+    batch_size: int
+    dtype: Literal["auto", "float32", "float16", "bfloat16"]
+    similarity: Literal["ip", "l2", "cosine"]
+    adapter: str | None
+
+
+class Encode(Section):
+    models: list[str]
+    num_shards: int
+    device: Literal["auto", "cpu", "cuda"]
+
+
+class Faiss(Section):
+    index: Literal["flat", "ivf", "hnsw"]
+    ivf_nlist: int
+    ivf_nprobe: int
+    hnsw_m: int
+    hnsw_ef_search: int
+
+
+class Fusion(Section):
+    name: str
+    runs: list[str]
+    k: int
+
+
+# --- tables ------------------------------------------------------------------------
+
+
+class Significance(Section):
+    permutations: int
+    alpha: float
+
+
+class Report(Section):
+    baseline: str | None
+    significance: Significance
+
+
+# --- MDCR --------------------------------------------------------------------------
+
+
+class MdcrFiles(Section):
+    benchmark: str
+    data: str
+
+
+class MdcrImport(Section):
+    test: MdcrFiles | None
+    valid: MdcrFiles | None
+
+
+class Mdcr(Section):
+    enabled: bool
+    source: Literal["build", "import"]
+    import_: MdcrImport = msgspec.field(name="import")
+    positives: int
+    negatives_per_type: int
+    models: list[str]
+    model_selection: Literal["auto"] | list[str]
+    num_model_types: int
+    model_depth: int
+    most_cited_depth: int
+    max_candidate_year: Literal["query_year"] | None
+    shortfall: Literal["fill_from_random", "keep_fewer"]
+
+
+# --- reranking and training ----------------------------------------------------------
+
+
+class RerankTrain(Section):
+    first_stage: str
+    top: int
+    num_queries: int
+    pool_size: int
+    years_before: int
+    learning_rate: float
+    weight_decay: float
+    dropout: float
+    warmup_steps: int
+    batch_size: int
+    epochs: int
+    max_steps: int
+
+
+class Rerank(Section):
+    enabled: bool
+    name: str
+    model: str
+    base_layers: int | None
+    query_tokens: int
+    candidate_tokens: int
+    first_stages: list[str]
+    ks: list[int]
+    batch_size: int
+    device: str
+    train: RerankTrain
+
+
+class TrainModel(Section):
+    sampler: Literal["scincl", "specter"]
+    base: str
+
+
+class GraphEmbedding(Section):
+    dim: int
+    iterations: int
+    alpha: float
+
+
+class SciNCLBands(Section):
+    k_positive: int
+    k_hard: int
+
+
+class Triplets(Section):
+    num_queries: int
+    per_query: int
+    hard_negatives: int
+    scincl: SciNCLBands
+
+
+class Fit(Section):
+    epochs: int
+    batch_size: int
+    gradient_accumulation: int
+    learning_rate: float
+    weight_decay: float
+    warmup_steps: int
+    margin: float
+    max_steps: int
+    device: str
+
+
+class Train(Section):
+    models: dict[str, TrainModel]
+    graph_embedding: GraphEmbedding
+    triplets: Triplets
+    fit: Fit
+
+
+class Config(Section):
+    dataset: str
+    seed: int
+    corpus: Corpus
+    ingest: Ingest
+    prefilter: Prefilter
+    sampling: Sampling
+    retrieval: Retrieval
+    bm25: BM25
+    metrics: Metrics
+    models: dict[str, ModelEntry]
+    encode: Encode
+    faiss: Faiss
+    fusion: list[Fusion]
+    report: Report
+    mdcr: Mdcr
+    rerank: Rerank
+    train: Train
+
+
+# --- the schema ----------------------------------------------------------------------
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    with SCHEMA_PATH.open(encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def schema() -> dict[str, Any]:
+    """A copy of the configuration's JSON Schema."""
+    return copy.deepcopy(_schema())
+
+
+def _object_branch(node: Mapping[str, Any], value: Any) -> Mapping[str, Any]:
+    """The branch of a ``oneOf``/``anyOf`` that describes a mapping, when ``value`` is one."""
+    if isinstance(value, dict):
+        for branch in node.get("oneOf", node.get("anyOf", ())):
+            if branch.get("type") == "object":
+                return branch
+    return node
+
+
+def fill_defaults(value: Any, node: Mapping[str, Any]) -> Any:
+    """``value`` with the schema's defaults filled in wherever a key is missing."""
+    node = _object_branch(node, value)
+    if isinstance(value, dict):
+        filled = dict(value)
+        for key, child in node.get("properties", {}).items():
+            if key not in filled and "default" in child:
+                filled[key] = copy.deepcopy(child["default"])
+            if key in filled:
+                filled[key] = fill_defaults(filled[key], child)
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in set(filled) - set(node.get("properties", {})):
+                filled[key] = fill_defaults(filled[key], extra)
+        return filled
+    if isinstance(value, list) and isinstance(node.get("items"), dict):
+        return [fill_defaults(item, node["items"]) for item in value]
+    return value
+
+
+def _schema_node(path: str) -> Mapping[str, Any]:
+    node: Mapping[str, Any] = _schema()
+    for key in path.split("."):
+        node = _object_branch(node, {})
+        properties = node.get("properties", {})
+        if key in properties:
+            node = properties[key]
+        elif key == "*" and isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        elif key == "*" and isinstance(node.get("items"), dict):
+            node = node["items"]
+        else:
+            raise KeyError(f"the config schema has no key {path!r}")
+    return node
+
+
+def schema_default(path: str) -> Any:
+    """The schema's default of a dotted key (``models.*.batch_size`` for a registry entry).
+
+    A key without a default in its own node takes it from its section's default mapping.
+    """
+    parent, _, key = path.rpartition(".")
+    node = _schema_node(path)
+    if "default" in node:
+        return copy.deepcopy(node["default"])
+    if parent:
+        section = _schema_node(parent).get("default")
+        if isinstance(section, dict) and key in section:
+            return copy.deepcopy(section[key])
+    raise KeyError(f"the config schema gives {path!r} no default")
+
+
+def schema_description(path: str) -> str:
+    """The schema's description of a dotted key, on one line ('' if it has none)."""
+    return " ".join(str(_schema_node(path).get("description", "")).split())
+
+
+# --- loading --------------------------------------------------------------------------
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    return ".".join(str(part) for part in error.absolute_path) or "<config>"
+
+
+def with_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The merged config with every default filled in, validated against the schema."""
+    filled = fill_defaults(copy.deepcopy(dict(raw)), _schema())
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(filled), key=lambda error: list(error.absolute_path))
+    if errors:
+        raise ConfigError("; ".join(f"{_key_path(error)}: {error.message}" for error in errors[:5]))
+    return filled
+
+
+def load_config(raw: Mapping[str, Any]) -> Config:
+    """Fill, validate and type a merged config, then check what spans its sections."""
+    filled = with_defaults(raw)
+    try:
+        config = msgspec.convert(filled, Config)
+    except msgspec.ValidationError as error:
+        raise ConfigError(f"config: {error}") from None
+    check_config(config)
+    return config
+
+
+def load_config_file(*paths: str | Path) -> Config:
+    """:func:`load_config` of YAML files merged left to right, as ``--configfile`` does."""
+    merged: dict[str, Any] = {}
+    for path in paths:
+        with Path(path).open(encoding="utf-8") as handle:
+            _merge(merged, yaml.safe_load(handle) or {})
+    return load_config(merged)
+
+
+def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> None:
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+def _unknown(where: str, names: list[str], known: list[str]) -> None:
+    missing = sorted(set(names) - set(known))
+    if missing:
+        raise ConfigError(f"{where}: {missing} are not among {known}")
+
+
+def check_config(config: Config) -> None:
+    """Checks no single key's schema can make: names that must refer to one another."""
+    for name, entry in config.train.models.items():
+        if name in config.models:
+            raise ConfigError(f"train.models.{name}: the registry already has a model of that name")
+        if entry.base not in config.models:
+            raise ConfigError(f"train.models.{name}.base {entry.base!r} is not in models")
+    registry = [*config.models, *config.train.models]
+    _unknown("encode.models", config.encode.models, registry)
+    first_stages = ["bm25", *config.encode.models]
+    for index, fusion in enumerate(config.fusion):
+        if fusion.name in first_stages:
+            raise ConfigError(f"fusion[{index}].name {fusion.name!r} is already a model name")
+        _unknown(f"fusion[{index}].runs", fusion.runs, first_stages)
+        first_stages.append(fusion.name)
+    rerank = config.rerank
+    if rerank.enabled:
+        _unknown("rerank.first_stages", rerank.first_stages, first_stages)
+        _unknown("rerank.train.first_stage", [rerank.train.first_stage], first_stages)
+        if rerank.name in first_stages:
+            raise ConfigError(f"rerank.name {rerank.name!r} is already a model name")
+        if max(rerank.ks) > config.retrieval.k:
+            raise ConfigError(
+                f"rerank.ks {rerank.ks} go deeper than the runs (retrieval.k {config.retrieval.k})"
+            )
+    mdcr = config.mdcr
+    if mdcr.enabled and mdcr.source == "build":
+        _unknown("mdcr.models", mdcr.models, first_stages)
+        if isinstance(mdcr.model_selection, list):
+            _unknown("mdcr.model_selection", mdcr.model_selection, mdcr.models or first_stages)
+    if mdcr.enabled and mdcr.source == "import" and mdcr.import_.test is None:
+        if mdcr.import_.valid is None:
+            raise ConfigError("mdcr.import names no benchmark and data file (test or valid)")
