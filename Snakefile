@@ -1,6 +1,8 @@
 # Citation-recommendation evaluation: S2ORC -> prefilter -> queries and pools -> BM25 and
 # encoders -> metrics -> the paper's tables. All logic lives in the citeval package
-# (workflow/citeval); the rules only wire its `python -m citeval.<stage>` commands.
+# (workflow/citeval): the config is typed and checked by citeval.config, what runs and
+# where it writes is decided by citeval.plan and citeval.layout (rules/common.smk), and
+# the rules only wire its `python -m citeval.<stage>` commands (docs/architecture.md).
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -9,7 +11,7 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "config/schema.yaml")
+validate(config, "workflow/citeval/schema.yaml")
 
 
 report: "report/workflow.rst"
@@ -28,7 +30,7 @@ include: "rules/metrics.smk"
 include: "rules/mdcr.smk"
 
 
-if TRAINED_MODELS:
+if PLAN.trained_models:
 
     include: "rules/train.smk"
 

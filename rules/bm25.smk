@@ -4,33 +4,31 @@
 # test collection. The tuning job builds its validation indexes itself and deletes them
 # when done. Anserini logs to stdout, so both streams of these jobs go to the rule's log.
 
-LUCENE_INDEX = BM25["searcher"] == "lucene"
-
 
 rule bm25_analyze:
     input:
         corpus=rules.ingest_merge.output,
         filtered=rules.prefilter.output.papers,
     output:
-        directory(f"{RESULTS}/indexes/bm25-analyzed"),
+        directory(LAYOUT.bm25_analyzed),
     params:
-        memory_limit=config["ingest"]["memory_limit"],
+        settings=settings(stages.BM25_ANALYZE),
     conda:
         "../envs/bm25.yaml"
     log:
-        f"{LOGS}/bm25_analyze.log",
+        LAYOUT.log("bm25_analyze"),
     benchmark:
-        f"{BENCHMARKS}/bm25_analyze.tsv"
-    threads: config["retrieval"]["threads"]
+        LAYOUT.benchmark("bm25_analyze")
+    threads: CONFIG.retrieval.threads
     resources:
         # DuckDB sorts the papers' texts within the limit and spills beyond it; the JVM and
         # the analyzer's batches come on top (about 1 GB on 2.25M papers).
-        mem_mb=int(memory_bytes(config["ingest"]["memory_limit"]) / 1e6) + 2000,
+        mem_mb=MEMORY_MB + 2000,
         runtime=480,
     shell:
         "python -m citeval.bm25 analyze --papers {input.corpus:q}/papers "
-        "--ids {input.filtered:q} --output {output:q} --threads {threads} "
-        "--duckdb-memory {params.memory_limit:q} > {log:q} 2>&1"
+        "--ids {input.filtered:q} --output {output:q} {params.settings} --threads {threads} "
+        "> {log:q} 2>&1"
 
 
 rule bm25_index:
@@ -39,17 +37,19 @@ rule bm25_index:
         corpus=rules.ingest_merge.output,
         samples=split_sample_dir,
     output:
-        directory(f"{RESULTS}/indexes/bm25/{{setup}}-{{split}}/{{group}}.rep{{rep}}"),
+        directory(LAYOUT.bm25_index(**COLLECTION)),
+    params:
+        lucene=lambda wildcards, input: (
+            f"--lucene-papers {shlex.quote(input.corpus)}/papers"
+            if CONFIG.bm25.searcher == "lucene"
+            else ""
+        ),
     conda:
         "../envs/bm25.yaml"
     log:
-        f"{LOGS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
+        LAYOUT.log("bm25_index", *PER_COLLECTION),
     benchmark:
-        f"{BENCHMARKS}/bm25_index/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
-    params:
-        lucene=lambda wildcards, input: (
-            shell_words("--lucene-papers", f"{input.corpus}/papers") if LUCENE_INDEX else ""
-        ),
+        LAYOUT.benchmark("bm25_index", *PER_COLLECTION)
     # Any thread count gives the same index: Lucene writes it with one thread
     # (citeval.lucene.WRITER_THREADS); threads speed up the corpus scan, so a profile may
     # raise them (tests/test_bm25.py builds with 1 and 3).
@@ -67,66 +67,51 @@ rule bm25_tune:
     input:
         analyzed=rules.bm25_analyze.output,
         corpus=rules.ingest_merge.output,
-        samples=lambda wildcards: sample_dir(wildcards.setup, "valid"),
+        samples=lambda wildcards: LAYOUT.sample_dir(wildcards.setup, "valid"),
     output:
-        f"{RESULTS}/tuning/bm25-{{setup}}.json",
+        LAYOUT.bm25_tuning("{setup}"),
     params:
-        collections=lambda wildcards: " ".join(
-            f"--collection {shlex.quote(collection.name)}"
-            for collection in bm25_tuning_collections(wildcards)
-        ),
-        k1_grid=shell_words(*BM25["tune"]["k1_grid"]),
-        b_grid=shell_words(*BM25["tune"]["b_grid"]),
-        metric=BM25["tune"]["metric"],
-        k=config["retrieval"]["k"],
-        searcher=BM25["searcher"],
+        collections=bm25_tuning_collections,
+        settings=settings(stages.BM25_TUNE),
     conda:
         "../envs/bm25.yaml"
     log:
-        f"{LOGS}/bm25_tune/{{setup}}.log",
+        LAYOUT.log("bm25_tune", "{setup}"),
     benchmark:
-        f"{BENCHMARKS}/bm25_tune/{{setup}}.tsv"
-    threads: config["retrieval"]["threads"]
+        LAYOUT.benchmark("bm25_tune", "{setup}")
+    threads: CONFIG.retrieval.threads
     resources:
         mem_mb=4000,
         runtime=240,
     shell:
         "python -m citeval.bm25 tune --papers {input.corpus:q}/papers --analyzed {input.analyzed:q} "
-        "--sample-dir {input.samples:q} {params.collections} "
-        "--k1-grid {params.k1_grid} --b-grid {params.b_grid} --metric {params.metric:q} "
-        "--k {params.k:q} --searcher {params.searcher:q} --threads {threads} "
-        "--output {output:q} > {log:q} 2>&1"
+        "--sample-dir {input.samples:q} {params.collections} {params.settings} "
+        "--threads {threads} --output {output:q} > {log:q} 2>&1"
 
 
 rule bm25_search:
     input:
-        index=f"{RESULTS}/indexes/bm25/{{setup}}-{{split}}/{{group}}.rep{{rep}}",
+        index=LAYOUT.bm25_index(**COLLECTION),
         corpus=rules.ingest_merge.output,
         samples=split_sample_dir,
         parameters=bm25_parameters,
     output:
-        f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/bm25.trec",
+        LAYOUT.run(**COLLECTION, model="bm25"),
     params:
-        bm25=lambda wildcards, input: (
-            shell_words("--params-json", input.parameters)
-            if input.parameters
-            else shell_words("--k1", BM25["k1"], "--b", BM25["b"])
-        ),
-        k=config["retrieval"]["k"],
-        searcher=BM25["searcher"],
+        settings=settings(stages.BM25_SEARCH),
+        tuned=params_json,
     conda:
         "../envs/bm25.yaml"
     log:
-        f"{LOGS}/bm25_search/{{setup}}-{{split}}/{{group}}.rep{{rep}}.log",
+        LAYOUT.log("bm25_search", *PER_COLLECTION),
     benchmark:
-        f"{BENCHMARKS}/bm25_search/{{setup}}-{{split}}/{{group}}.rep{{rep}}.tsv"
-    threads: config["retrieval"]["threads"]
+        LAYOUT.benchmark("bm25_search", *PER_COLLECTION)
+    threads: CONFIG.retrieval.threads
     resources:
         mem_mb=4000,
         runtime=120,
     shell:
         "python -m citeval.bm25 search --index-dir {input.index:q} "
         "--papers {input.corpus:q}/papers --queries {input.samples:q}/queries.parquet "
-        "--group {wildcards.group:q} --k {params.k:q} {params.bm25} "
-        "--searcher {params.searcher:q} --threads {threads} --output {output:q} --tag bm25 "
-        "> {log:q} 2>&1"
+        "--group {wildcards.group:q} {params.settings} {params.tuned} --threads {threads} "
+        "--output {output:q} --tag bm25 > {log:q} 2>&1"

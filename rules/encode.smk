@@ -9,19 +9,18 @@ rule encode:
         corpus=rules.ingest_merge.output,
         model=trained_model_folder,
     output:
-        f"{RESULTS}/embeddings/{{dense_model}}/shard-{{index}}.npy",
+        LAYOUT.embedding_shard("{dense_model}", "{index}"),
     params:
         spec=model_spec_json,
-        num_shards=NUM_ENCODE_SHARDS,
-        device=ENCODE["device"],
+        settings=settings(stages.ENCODE),
     wildcard_constraints:
         index=r"\d{5}",
     conda:
         "../envs/dense.yaml"
     log:
-        f"{LOGS}/encode/{{dense_model}}/shard-{{index}}.log",
+        LAYOUT.log("encode", "{dense_model}", "shard-{index}"),
     benchmark:
-        f"{BENCHMARKS}/encode/{{dense_model}}/shard-{{index}}.tsv"
+        LAYOUT.benchmark("encode", "{dense_model}", "shard-{index}")
     threads: 2
     resources:
         mem_mb=8000,
@@ -29,5 +28,4 @@ rule encode:
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
         "--papers {input.corpus:q}/papers --ids {input.ids:q} --shard-id {wildcards.index:q} "
-        "--num-shards {params.num_shards:q} --device {params.device:q} --threads {threads} "
-        "--output {output:q} 2> {log:q}"
+        "{params.settings} --threads {threads} --output {output:q} 2> {log:q}"

@@ -3,25 +3,23 @@
 
 rule prefilter:
     input:
-        f"{RESULTS}/corpus",
+        LAYOUT.corpus,
     output:
-        papers=f"{RESULTS}/filtered/papers.parquet",
-        report=f"{RESULTS}/filtered/filter_report.json",
+        papers=LAYOUT.filtered.papers,
+        report=LAYOUT.filtered.report,
     params:
-        rules=prefilter_arguments,
-        memory_limit=config["ingest"]["memory_limit"],
+        settings=settings(stages.PREFILTER),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/prefilter.log",
+        LAYOUT.log("prefilter"),
     benchmark:
-        f"{BENCHMARKS}/prefilter.tsv"
+        LAYOUT.benchmark("prefilter")
     threads: 2
     resources:
-        # --memory-limit bounds DuckDB (3/4 of it) and the process; headroom as for merge.
-        mem_mb=max(3000, int(1.5 * memory_bytes(config["ingest"]["memory_limit"]) / 1e6)),
+        # The memory limit bounds DuckDB (3/4 of it) and the process; headroom as for merge.
+        mem_mb=max(3000, int(1.5 * MEMORY_MB)),
         runtime=60,
     shell:
         "python -m citeval.filter --papers {input:q}/papers --output {output.papers:q} "
-        "--report {output.report:q} {params.rules} --memory-limit {params.memory_limit:q} "
-        "--threads {threads} 2> {log:q}"
+        "--report {output.report:q} {params.settings} --threads {threads} 2> {log:q}"

@@ -4,24 +4,22 @@
 rule fuse:
     input:
         lambda wildcards: [
-            f"{RESULTS}/runs/{wildcards.setup}-{wildcards.split}/"
-            f"{wildcards.group}.rep{wildcards.rep}/{name}.trec"
-            for name in FUSIONS[wildcards.fusion]["runs"]
+            LAYOUT.run(wildcards.setup, wildcards.split, collection_of(wildcards), name)
+            for name in PLAN.fusions[wildcards.fusion].runs
         ],
     output:
-        f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{fusion}}.trec",
+        LAYOUT.run(**COLLECTION, model="{fusion}"),
     params:
-        k=lambda wildcards: FUSIONS[wildcards.fusion]["k"],
-        depth=config["retrieval"]["k"],
+        settings=lambda wildcards: settings(stages.FUSE, k=PLAN.fusions[wildcards.fusion].k),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/fuse/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{fusion}}.log",
+        LAYOUT.log("fuse", *PER_COLLECTION, "{fusion}"),
     benchmark:
-        f"{BENCHMARKS}/fuse/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{fusion}}.tsv"
+        LAYOUT.benchmark("fuse", *PER_COLLECTION, "{fusion}")
     resources:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m citeval.fusion --runs {input:q} --k {params.k:q} --depth {params.depth:q} "
+        "python -m citeval.fusion --runs {input:q} {params.settings} "
         "--output {output:q} --tag {wildcards.fusion:q} 2> {log:q}"

@@ -8,48 +8,43 @@ rule ingest_parse:
     input:
         shard_input,
     output:
-        directory(f"{RESULTS}/staging/{{shard}}"),
+        directory(LAYOUT.staging("{shard}")),
     params:
-        format=shard_format,
-        max_bad_fraction=config["ingest"]["max_bad_fraction"],
+        format=lambda wildcards: PLAN.shards[wildcards.shard][0],
+        settings=settings(stages.INGEST_PARSE),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/ingest_parse/{{shard}}.log",
+        LAYOUT.log("ingest_parse", "{shard}"),
     benchmark:
-        f"{BENCHMARKS}/ingest_parse/{{shard}}.tsv"
+        LAYOUT.benchmark("ingest_parse", "{shard}")
     resources:
         mem_mb=1500,
         runtime=60,
     shell:
         "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest parse --format {params.format:q} "
-        "--input {input:q} --output-dir {output:q} "
-        "--max-bad-fraction {params.max_bad_fraction:q} 2> {log:q}"
+        "--input {input:q} --output-dir {output:q} {params.settings} 2> {log:q}"
 
 
 rule ingest_merge:
     input:
-        expand(f"{RESULTS}/staging/{{shard}}", shard=sorted(INPUT_SHARDS)),
+        [LAYOUT.staging(shard) for shard in sorted(PLAN.shards)],
     output:
-        directory(f"{RESULTS}/corpus"),
+        directory(LAYOUT.corpus),
     params:
-        on_duplicate=config["ingest"]["on_duplicate"],
-        rows_per_part=config["ingest"]["rows_per_part"],
-        memory_limit=config["ingest"]["memory_limit"],
+        settings=settings(stages.INGEST_MERGE),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/ingest_merge.log",
+        LAYOUT.log("ingest_merge"),
     benchmark:
-        f"{BENCHMARKS}/ingest_merge.tsv"
+        LAYOUT.benchmark("ingest_merge")
     threads: 2
     resources:
-        # Besides --memory-limit the merge holds a fixed part and a few bytes per paper
+        # Besides the memory limit the merge holds a fixed part and a few bytes per paper
         # (docs/ingest.md, memory model): headroom.
-        mem_mb=max(4000, int(1.5 * memory_bytes(config["ingest"]["memory_limit"]) / 1e6)),
+        mem_mb=max(4000, int(1.5 * MEMORY_MB)),
         runtime=240,
     shell:
         "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest merge --staging {input:q} "
-        "--output-dir {output:q} --on-duplicate {params.on_duplicate:q} "
-        "--rows-per-part {params.rows_per_part:q} --memory-limit {params.memory_limit:q} "
-        "--threads {threads} 2> {log:q}"
+        "--output-dir {output:q} {params.settings} --threads {threads} 2> {log:q}"

@@ -5,30 +5,30 @@
 
 rule mdcr_build:
     input:
-        samples=lambda wildcards: sample_dir("field", MDCR_SAMPLE_SPLIT[wildcards.mdcr_split]),
-        runs=mdcr_build_runs,
+        samples=mdcr_sample_dir,
+        runs=lambda wildcards: PLAN.mdcr_build_runs(wildcards.mdcr_split),
         corpus=rules.ingest_merge.output,
         filtered=rules.prefilter.output.papers,
-        types_from=mdcr_types_from,
+        types_from=lambda wildcards: PLAN.mdcr_types_from(wildcards.mdcr_split),
     output:
-        benchmark=f"{MDCR_DIR}/mdcr_{{mdcr_split}}.json",
-        data=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_data.jsonl",
-        jaccard=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_jaccard.tsv",
-        report=f"{MDCR_DIR}/mdcr_{{mdcr_split}}_report.json",
+        benchmark=LAYOUT.mdcr_file("{mdcr_split}", ".json"),
+        data=LAYOUT.mdcr_file("{mdcr_split}", "_data.jsonl"),
+        jaccard=LAYOUT.mdcr_file("{mdcr_split}", "_jaccard.tsv"),
+        report=LAYOUT.mdcr_file("{mdcr_split}", "_report.json"),
     params:
-        arguments=mdcr_build_arguments,
+        settings=settings(stages.MDCR_BUILD, models=PLAN.mdcr_build_models),
         types_from=lambda wildcards, input: (
-            shell_words("--model-types-from", input.types_from) if input.types_from else ""
+            f"--model-types-from {shlex.quote(input.types_from[0])}" if input.types_from else ""
         ),
-        split=lambda wildcards: MDCR_SAMPLE_SPLIT[wildcards.mdcr_split],
-        runs=lambda wildcards: f"{RESULTS}/runs/field-{MDCR_SAMPLE_SPLIT[wildcards.mdcr_split]}",
-        output_dir=lambda wildcards, output: Path(output.benchmark).parent,
+        split=lambda wildcards: PLAN.mdcr_sample_split(wildcards.mdcr_split),
+        runs=lambda wildcards: LAYOUT.runs_dir("field", PLAN.mdcr_sample_split(wildcards.mdcr_split)),
+        output_dir=output_folder("benchmark"),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/mdcr_build/{{mdcr_split}}.log",
+        LAYOUT.log("mdcr_build", "{mdcr_split}"),
     benchmark:
-        f"{BENCHMARKS}/mdcr_build/{{mdcr_split}}.tsv"
+        LAYOUT.benchmark("mdcr_build", "{mdcr_split}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -36,60 +36,58 @@ rule mdcr_build:
     shell:
         "python -m citeval.mdcr build --split {params.split:q} --samples {input.samples:q} "
         "--runs {params.runs:q} --corpus {input.corpus:q} --filtered {input.filtered:q} "
-        "{params.arguments} {params.types_from} --threads {threads} "
+        "{params.settings} {params.types_from} --threads {threads} "
         "--output-dir {params.output_dir:q} 2> {log:q}"
 
 
 rule mdcr_score_bm25:
     input:
-        unpack(mdcr_benchmark_files),
+        unpack(mdcr_files),
         parameters=mdcr_bm25_parameters,
     output:
-        f"{MDCR_DIR}/scores/{{mdcr_split}}/bm25.json",
+        LAYOUT.mdcr_scores("{mdcr_split}", "bm25"),
     params:
-        bm25=lambda wildcards, input: (
-            shell_words("--params-json", input.parameters)
-            if input.parameters
-            else shell_words("--k1", BM25["k1"], "--b", BM25["b"])
-        ),
-        searcher=BM25["searcher"],
+        settings=settings(stages.MDCR_SCORE_BM25),
+        tuned=params_json,
     conda:
         "../envs/bm25.yaml"
     log:
-        f"{LOGS}/mdcr_score/{{mdcr_split}}/bm25.log",
+        LAYOUT.log("mdcr_score", "{mdcr_split}", "bm25"),
     benchmark:
-        f"{BENCHMARKS}/mdcr_score/{{mdcr_split}}/bm25.tsv"
-    threads: config["retrieval"]["threads"]
+        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", "bm25")
+    threads: CONFIG.retrieval.threads
     resources:
         mem_mb=4000,
         runtime=120,
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
-        "--model bm25 --kind bm25 {params.bm25} --searcher {params.searcher:q} "
+        "--model bm25 --kind bm25 {params.settings} {params.tuned} "
         "--threads {threads} --output {output:q} 2> {log:q}"
 
 
 rule mdcr_score_dense:
     input:
-        unpack(mdcr_benchmark_files),
-        shards=mdcr_embedding_shards,
+        unpack(mdcr_files),
+        # A built benchmark reuses the model's embedding store (its papers' texts are the
+        # corpus texts the store was encoded from); an imported one is encoded from its data.
+        shards=lambda wildcards: [] if PLAN.mdcr_import else embedding_shards(wildcards),
         model=trained_model_folder,
     output:
-        f"{MDCR_DIR}/scores/{{mdcr_split}}/{{dense_model}}.json",
+        LAYOUT.mdcr_scores("{mdcr_split}", "{dense_model}"),
     params:
         spec=model_spec_json,
         embeddings=lambda wildcards, input: (
-            shell_words("--embeddings", f"{RESULTS}/embeddings/{wildcards.dense_model}")
+            f"--embeddings {shlex.quote(LAYOUT.embeddings(wildcards.dense_model))}"
             if input.shards
             else ""
         ),
-        device=ENCODE["device"],
+        settings=settings(stages.MDCR_SCORE_DENSE),
     conda:
         "../envs/dense.yaml"
     log:
-        f"{LOGS}/mdcr_score/{{mdcr_split}}/{{dense_model}}.log",
+        LAYOUT.log("mdcr_score", "{mdcr_split}", "{dense_model}"),
     benchmark:
-        f"{BENCHMARKS}/mdcr_score/{{mdcr_split}}/{{dense_model}}.tsv"
+        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", "{dense_model}")
     threads: 2
     resources:
         mem_mb=8000,
@@ -97,46 +95,51 @@ rule mdcr_score_dense:
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {wildcards.dense_model:q} --kind dense --model-json {params.spec} "
-        "{params.embeddings} --device {params.device:q} --threads {threads} "
+        "{params.embeddings} {params.settings} --threads {threads} "
         "--output {output:q} 2> {log:q}"
 
 
 rule mdcr_score_fusion:
     input:
-        unpack(mdcr_benchmark_files),
-        scores=mdcr_fusion_inputs,
+        unpack(mdcr_files),
+        scores=lambda wildcards: [
+            LAYOUT.mdcr_scores(wildcards.mdcr_split, name)
+            for name in PLAN.fusions[wildcards.fusion].runs
+        ],
     output:
-        f"{MDCR_DIR}/scores/{{mdcr_split}}/{{fusion}}.json",
+        LAYOUT.mdcr_scores("{mdcr_split}", "{fusion}"),
     params:
-        k=lambda wildcards: FUSIONS[wildcards.fusion]["k"],
+        settings=lambda wildcards: settings(
+            stages.MDCR_SCORE_FUSION, k=PLAN.fusions[wildcards.fusion].k
+        ),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/mdcr_score/{{mdcr_split}}/{{fusion}}.log",
+        LAYOUT.log("mdcr_score", "{mdcr_split}", "{fusion}"),
     benchmark:
-        f"{BENCHMARKS}/mdcr_score/{{mdcr_split}}/{{fusion}}.tsv"
+        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", "{fusion}")
     resources:
         mem_mb=2000,
         runtime=30,
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
-        "--model {wildcards.fusion:q} --kind rrf --inputs {input.scores:q} --k {params.k:q} "
+        "--model {wildcards.fusion:q} --kind rrf --inputs {input.scores:q} {params.settings} "
         "--output {output:q} 2> {log:q}"
 
 
 rule mdcr_evaluate:
     input:
-        unpack(mdcr_benchmark_files),
-        scores=f"{MDCR_DIR}/scores/{{mdcr_split}}/{{model}}.json",
+        unpack(mdcr_files),
+        scores=LAYOUT.mdcr_scores("{mdcr_split}", "{model}"),
     output:
-        means=f"{MDCR_DIR}/eval/{{mdcr_split}}/{{model}}.tsv",
-        per_query=f"{MDCR_DIR}/eval/{{mdcr_split}}/{{model}}.per_query.tsv",
+        means=LAYOUT.mdcr_eval("{mdcr_split}", "{model}"),
+        per_query=LAYOUT.mdcr_eval("{mdcr_split}", "{model}", per_query=True),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/mdcr_evaluate/{{mdcr_split}}/{{model}}.log",
+        LAYOUT.log("mdcr_evaluate", "{mdcr_split}", "{model}"),
     benchmark:
-        f"{BENCHMARKS}/mdcr_evaluate/{{mdcr_split}}/{{model}}.tsv"
+        LAYOUT.benchmark("mdcr_evaluate", "{mdcr_split}", "{model}")
     resources:
         mem_mb=2000,
         runtime=30,
@@ -148,32 +151,32 @@ rule mdcr_evaluate:
 
 rule mdcr_tables:
     input:
-        evaluations=expand(f"{MDCR_DIR}/eval/test/{{model}}.tsv", model=MDCR_MODELS),
-        per_query=expand(f"{MDCR_DIR}/eval/test/{{model}}.per_query.tsv", model=MDCR_MODELS),
+        evaluations=[LAYOUT.mdcr_eval("test", model) for model in PLAN.mdcr_models],
+        per_query=[LAYOUT.mdcr_eval("test", model, True) for model in PLAN.mdcr_models],
     output:
-        report_item(f"{RESULTS}/tables/table3_mdcr.tsv", "table3", "Tables"),
-        f"{RESULTS}/tables/table3_mdcr.md",
-        report_item(f"{RESULTS}/tables/table4_mdcr_types.tsv", "table4", "Tables"),
-        f"{RESULTS}/tables/table4_mdcr_types.md",
+        report_item(LAYOUT.table("table3_mdcr"), "table3", "Tables"),
+        LAYOUT.table("table3_mdcr", "md"),
+        report_item(LAYOUT.table("table4_mdcr_types"), "table4", "Tables"),
+        LAYOUT.table("table4_mdcr_types", "md"),
     params:
         evaluations=lambda wildcards, input: shell_words(
-            *(f"{model}={path}" for model, path in zip(MDCR_MODELS, input.evaluations))
+            f"{model}={path}" for model, path in zip(PLAN.mdcr_models, input.evaluations)
         ),
         per_query=lambda wildcards, input: shell_words(
-            *(f"{model}={path}" for model, path in zip(MDCR_MODELS, input.per_query))
+            f"{model}={path}" for model, path in zip(PLAN.mdcr_models, input.per_query)
         ),
-        significance=SIGNIFICANCE_ARGUMENTS,
-        output_dir=lambda wildcards, output: Path(output[0]).parent,
+        settings=settings(stages.MDCR_TABLES),
+        output_dir=output_folder(),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/mdcr_tables.log",
+        LAYOUT.log("mdcr_tables"),
     benchmark:
-        f"{BENCHMARKS}/mdcr_tables.tsv"
+        LAYOUT.benchmark("mdcr_tables")
     resources:
         mem_mb=1000,
         runtime=60,
     shell:
         "python -m citeval.mdcr tables --evaluations {params.evaluations} "
-        "--per-query {params.per_query} {params.significance} "
+        "--per-query {params.per_query} {params.settings} "
         "--output-dir {params.output_dir:q} 2> {log:q}"

@@ -3,22 +3,24 @@
 
 rule metrics:
     input:
-        run=f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.trec",
+        run=LAYOUT.run(**COLLECTION, model="{model}"),
         samples=split_sample_dir,
     output:
-        f"{RESULTS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.tsv",
+        LAYOUT.metrics(**COLLECTION, model="{model}"),
     params:
-        qrels=lambda wildcards, input: f"{input.samples}/qrels/{wildcards.group}.rep{wildcards.rep}.qrels",
-        cutoffs=shell_words(*METRIC_CUTOFFS),
+        qrels=lambda wildcards: LAYOUT.qrels(
+            wildcards.setup, wildcards.split, collection_of(wildcards)
+        ),
+        settings=settings(stages.METRICS, cutoffs=PLAN.metric_cutoffs),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.log",
+        LAYOUT.log("metrics", *PER_COLLECTION, "{model}"),
     benchmark:
-        f"{BENCHMARKS}/metrics/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{model}}.tsv"
+        LAYOUT.benchmark("metrics", *PER_COLLECTION, "{model}")
     resources:
         mem_mb=1000,
         runtime=10,
     shell:
         "python -m citeval.metrics --run {input.run:q} --qrels {params.qrels:q} "
-        "--cutoffs {params.cutoffs} --missing-as-zero --output {output:q} 2> {log:q}"
+        "{params.settings} --missing-as-zero --output {output:q} 2> {log:q}"

@@ -5,60 +5,60 @@
 
 rule report:
     input:
-        metrics=test_metric_files,
-        corpus_inputs=[path for _, path in INPUT_SHARDS.values()],
+        metrics=PLAN.test_metric_files(),
+        collections=PLAN.sample_dirs(["test"]),
+        corpus_inputs=[path for _, path in PLAN.shards.values()],
     output:
-        provenance=f"{RESULTS}/tables/provenance.json",
-        tables=[report_item(path, caption, "Tables") for caption, path in REPORT_TABLES.items()],
+        provenance=LAYOUT.table("provenance", "json"),
+        tables=[report_item(path, caption, "Tables") for caption, path in PLAN.tables.items()],
     params:
-        setups=shell_words(*SETUPS),
-        models=shell_words(*(MODEL_LABELS.get(model, model) for model in MODELS)),
+        setups=shell_words(PLAN.setups),
+        models=shell_words(PLAN.label(model) for model in PLAN.models),
         rerank_models=shell_words(
-            *(
-                ["--rerank-models", *RERANK["first_stages"], *MODEL_LABELS.values()]
-                if RERANKER
-                else []
-            )
+            ["--rerank-models", *CONFIG.rerank.first_stages]
+            + [PLAN.label(model) for model in PLAN.reranked_runs]
+            if RERANKER
+            else []
         ),
-        fields=shell_words(*config["sampling"]["field_level"]["fields"]),
-        cutoff=config["metrics"]["cutoffs"][0],
-        config_json=lambda wildcards: shlex.quote(json.dumps(config, sort_keys=True)),
-        significance=SIGNIFICANCE_ARGUMENTS,
-        results=lambda wildcards, output: Path(output.provenance).parent.parent,
-        output_dir=lambda wildcards, output: Path(output.provenance).parent,
+        settings=settings(stages.REPORT),
+        # Functions: the config holds braces (corpus.paths' {shard}) that are no wildcards.
+        config_json=lambda wildcards: shlex.quote(
+            json.dumps(PLAN.provenance_config, sort_keys=True)
+        ),
+        results=output_folder("provenance", levels=2),
+        output_dir=output_folder("provenance"),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/report.log",
+        LAYOUT.log("report"),
     benchmark:
-        f"{BENCHMARKS}/report.tsv"
+        LAYOUT.benchmark("report")
     resources:
         mem_mb=1000,
         runtime=30,
     shell:
         "python -m citeval.report --results {params.results:q} --setups {params.setups} "
-        "--models {params.models} {params.rerank_models} --fields {params.fields} "
-        "--cutoff {params.cutoff:q} "
-        "--config-json {params.config_json} --inputs {input.corpus_inputs:q} {params.significance} "
+        "--models {params.models} {params.rerank_models} {params.settings} "
+        "--config-json {params.config_json} --inputs {input.corpus_inputs:q} "
         "--output-dir {params.output_dir:q} 2> {log:q}"
 
 
 rule plots:
     input:
-        [table for _, table in PLOT_SOURCES.values() if table],
+        [table for _, table in PLAN.plot_sources.values()],
     output:
-        [report_item(path, name, "Figures") for name, path in PLOT_FILES.items()],
+        [report_item(LAYOUT.plot(name), name, "Figures") for name in PLAN.plot_sources],
     params:
         tables=shell_words(
-            *(word for flag, table in PLOT_SOURCES.values() if table for word in (f"--{flag}", table))
+            word for flag, table in PLAN.plot_sources.values() for word in (f"--{flag}", table)
         ),
-        output_dir=lambda wildcards, output: Path(output[0]).parent,
+        output_dir=output_folder(),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/plots.log",
+        LAYOUT.log("plots"),
     benchmark:
-        f"{BENCHMARKS}/plots.tsv"
+        LAYOUT.benchmark("plots")
     resources:
         mem_mb=1000,
         runtime=10,

@@ -3,52 +3,54 @@
 # results, every configured first stage's test runs reranked at each K, MDCR scored by the
 # reranker, and the speed/accuracy trade-off.
 
+TRAIN_RUN = LAYOUT.run(
+    "dataset", "train", PLAN.rerank_train_collection, CONFIG.rerank.train.first_stage
+)
+
 
 rule sample_train:
     input:
         filtered=rules.prefilter.output.papers,
         corpus=rules.ingest_merge.output,
-        exclude=SAMPLING["exclude_query_ids"] or [],
+        exclude=CONFIG.sampling.exclude_query_ids or [],
     output:
-        split=directory(f"{RESULTS}/samples/dataset-train"),
-        report=f"{RESULTS}/samples/train-report.json",
+        split=directory(LAYOUT.sample_dir("dataset", "train")),
+        report=LAYOUT.sample_report("train"),
     params:
-        arguments=train_sample_arguments,
+        settings=settings(stages.SAMPLE_TRAIN),
         output_dir=lambda wildcards, output: Path(output.report).parent,
-        memory_limit=config["ingest"]["memory_limit"],
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/sample_train.log",
+        LAYOUT.log("sample_train"),
     benchmark:
-        f"{BENCHMARKS}/sample_train.tsv"
+        LAYOUT.benchmark("sample_train")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
     shell:
         "python -m citeval.sample train --filtered {input.filtered:q} --corpus {input.corpus:q} "
-        "--output-dir {params.output_dir:q} {params.arguments} "
-        "--memory-limit {params.memory_limit:q} --threads {threads} 2> {log:q}"
+        "--output-dir {params.output_dir:q} {params.settings} --threads {threads} 2> {log:q}"
 
 
 rule rerank_train:
     input:
-        run=f"{RESULTS}/runs/dataset-train/{RERANK_TRAIN_COLLECTION}/{RERANK_TRAIN['first_stage']}.trec",
+        run=TRAIN_RUN,
         samples=rules.sample_train.output.split,
         corpus=rules.ingest_merge.output,
     output:
-        directory(f"{RERANK_DIR}/model"),
+        directory(LAYOUT.reranker_model(RERANKER)),
     params:
-        arguments=rerank_train_arguments,
-        qrels=lambda wildcards, input: f"{input.samples}/qrels/{RERANK_TRAIN_COLLECTION}.qrels",
+        qrels=LAYOUT.qrels("dataset", "train", PLAN.rerank_train_collection),
+        settings=settings(stages.RERANK_TRAIN),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
         "../envs/dense.yaml"
     log:
-        f"{LOGS}/rerank_train.log",
+        LAYOUT.log("rerank_train"),
     benchmark:
-        f"{BENCHMARKS}/rerank_train.tsv"
+        LAYOUT.benchmark("rerank_train")
     threads: 2
     resources:
         mem_mb=8000,
@@ -56,56 +58,56 @@ rule rerank_train:
     shell:
         "python -m citeval.rerank train --run {input.run:q} --qrels {params.qrels:q} "
         "--papers {input.corpus:q}/papers --output-dir {params.output_dir:q} "
-        "{params.arguments} --threads {threads} 2> {log:q}"
+        "{params.settings} --threads {threads} 2> {log:q}"
 
 
 rule rerank:
     input:
         model=rules.rerank_train.output,
-        run=f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{first_stage}}.trec",
+        run=LAYOUT.run(**COLLECTION, model="{first_stage}"),
         corpus=rules.ingest_merge.output,
     output:
         runs=[
-            f"{RESULTS}/runs/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{first_stage}}.{RERANKER}@{k}.trec"
-            for k in RERANK_KS
+            LAYOUT.run(**COLLECTION, model=name)
+            for name in (f"{{first_stage}}.{RERANKER}@{k}" for k in PLAN.rerank_ks)
         ],
-        timing=f"{RERANK_DIR}/timing/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{first_stage}}.json",
+        timing=LAYOUT.rerank_timing(RERANKER, **COLLECTION, first_stage="{first_stage}"),
     params:
-        arguments=RERANK_SCORING_ARGUMENTS,
-        ks=shell_words(*RERANK_KS),
-        tag_prefix=f"{{first_stage}}>{RERANKER}@",
+        settings=settings(stages.RERANK),
+        ks=shell_words(PLAN.rerank_ks),
+        tag_prefix=reranked_label("{first_stage}", RERANKER, ""),
     conda:
         "../envs/dense.yaml"
     log:
-        f"{LOGS}/rerank/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{first_stage}}.log",
+        LAYOUT.log("rerank", *PER_COLLECTION, "{first_stage}"),
     benchmark:
-        f"{BENCHMARKS}/rerank/{{setup}}-{{split}}/{{group}}.rep{{rep}}/{{first_stage}}.tsv"
-    threads: config["retrieval"]["threads"]
+        LAYOUT.benchmark("rerank", *PER_COLLECTION, "{first_stage}")
+    threads: CONFIG.retrieval.threads
     resources:
         mem_mb=8000,
         runtime=240,
     shell:
         "python -m citeval.rerank rerank --model {input.model:q} --papers {input.corpus:q}/papers "
         "--run {input.run:q} --ks {params.ks} --outputs {output.runs:q} "
-        "--timing {output.timing:q} {params.arguments} --tag-prefix {params.tag_prefix:q} "
+        "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
         "--threads {threads} 2> {log:q}"
 
 
 rule mdcr_score_rerank:
     input:
-        unpack(mdcr_benchmark_files),
+        unpack(mdcr_files),
         model=rules.rerank_train.output,
     output:
-        f"{MDCR_DIR}/scores/{{mdcr_split}}/{RERANKER}.json",
+        LAYOUT.mdcr_scores("{mdcr_split}", RERANKER),
     params:
         name=RERANKER,
-        arguments=RERANK_SCORING_ARGUMENTS,
+        settings=settings(stages.MDCR_SCORE_RERANK),
     conda:
         "../envs/dense.yaml"
     log:
-        f"{LOGS}/mdcr_score/{{mdcr_split}}/{RERANKER}.log",
+        LAYOUT.log("mdcr_score", "{mdcr_split}", RERANKER),
     benchmark:
-        f"{BENCHMARKS}/mdcr_score/{{mdcr_split}}/{RERANKER}.tsv"
+        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", RERANKER)
     threads: 2
     resources:
         mem_mb=8000,
@@ -113,26 +115,28 @@ rule mdcr_score_rerank:
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {params.name:q} --kind cross-encoder --model-dir {input.model:q} "
-        "{params.arguments} --threads {threads} --output {output:q} 2> {log:q}"
+        "{params.settings} --threads {threads} --output {output:q} 2> {log:q}"
 
 
 rule rerank_tradeoff:
     input:
-        unpack(tradeoff_inputs),
+        metrics=[row.metrics for row in PLAN.tradeoff_rows],
+        timings=sorted({row.timing for row in PLAN.tradeoff_rows if row.timing}),
+        benchmarks=PLAN.tradeoff_benchmarks,
     output:
-        f"{RESULTS}/tables/tradeoff.tsv",
-        f"{RESULTS}/tables/tradeoff.md",
-        report_item(f"{RESULTS}/tables/tradeoff.png", "tradeoff", "Figures"),
+        LAYOUT.table("tradeoff"),
+        LAYOUT.table("tradeoff", "md"),
+        report_item(LAYOUT.table("tradeoff", "png"), "tradeoff", "Figures"),
     params:
-        arguments=tradeoff_arguments,
-        title=f"Reranking trade-off, dataset-level {RERANK_TRADEOFF_COLLECTION}",
-        output_dir=lambda wildcards, output: Path(output[0]).parent,
+        arguments=PLAN.tradeoff_arguments(),
+        title=f"Reranking trade-off, dataset-level {PLAN.tradeoff_collection}",
+        output_dir=output_folder(),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/rerank_tradeoff.log",
+        LAYOUT.log("rerank_tradeoff"),
     benchmark:
-        f"{BENCHMARKS}/rerank_tradeoff.tsv"
+        LAYOUT.benchmark("rerank_tradeoff")
     resources:
         mem_mb=1000,
         runtime=10,

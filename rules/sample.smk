@@ -1,48 +1,49 @@
 # Query and pool sampling: one job per setup writes the test and validation splits, every
-# collection the config plans (rules/common.smk: collections), so the downstream jobs are
-# known before it runs.
+# collection the config plans (citeval.plan), so the downstream jobs are known before it
+# runs.
 
 
 rule sample:
     input:
         filtered=rules.prefilter.output.papers,
         corpus=rules.ingest_merge.output,
-        exclude=SAMPLING["exclude_query_ids"] or [],
+        exclude=CONFIG.sampling.exclude_query_ids or [],
     output:
-        test=directory(f"{RESULTS}/samples/{{setup}}-test"),
-        valid=directory(f"{RESULTS}/samples/{{setup}}-valid"),
-        report=f"{RESULTS}/samples/{{setup}}-report.json",
+        test=directory(LAYOUT.sample_dir("{setup}", "test")),
+        valid=directory(LAYOUT.sample_dir("{setup}", "valid")),
+        report=LAYOUT.sample_report("{setup}"),
     params:
-        arguments=sample_arguments,
+        settings=lambda wildcards: settings(
+            stages.SAMPLE_DATASET if wildcards.setup == "dataset" else stages.SAMPLE_FIELD
+        ),
         output_dir=lambda wildcards, output: Path(output.report).parent,
-        memory_limit=config["ingest"]["memory_limit"],
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/sample/{{setup}}.log",
+        LAYOUT.log("sample", "{setup}"),
     benchmark:
-        f"{BENCHMARKS}/sample/{{setup}}.tsv"
+        LAYOUT.benchmark("sample", "{setup}")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=120,
     shell:
         "python -m citeval.sample {wildcards.setup:q} --filtered {input.filtered:q} "
-        "--corpus {input.corpus:q} --output-dir {params.output_dir:q} {params.arguments} "
-        "--memory-limit {params.memory_limit:q} --threads {threads} 2> {log:q}"
+        "--corpus {input.corpus:q} --output-dir {params.output_dir:q} {params.settings} "
+        "--threads {threads} 2> {log:q}"
 
 
 rule embed_ids:
     input:
-        embedding_sample_dirs(),
+        PLAN.embedding_sample_dirs,
     output:
-        f"{RESULTS}/samples/embed_ids.parquet",
+        LAYOUT.embed_ids,
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/embed_ids.log",
+        LAYOUT.log("embed_ids"),
     benchmark:
-        f"{BENCHMARKS}/embed_ids.tsv"
+        LAYOUT.benchmark("embed_ids")
     resources:
         mem_mb=2000,
         runtime=30,

@@ -1,27 +1,21 @@
 # The embedded default corpus: synthetic S2ORC v2020 shards written into resources/.
-if config["corpus"].get("synthetic"):
+if CONFIG.corpus.synthetic is not None:
 
     rule synth:
         output:
-            [path for _, path in INPUT_SHARDS.values()],
+            [path for _, path in PLAN.shards.values()],
         params:
-            num_papers=config["corpus"]["synthetic"]["num_papers"],
-            num_shards=config["corpus"]["synthetic"]["num_shards"],
-            first_year=config["corpus"]["synthetic"]["first_year"],
-            last_year=config["corpus"]["synthetic"]["last_year"],
-            pattern=lambda wildcards: config["corpus"]["paths"][0],
-            seed=config["seed"],
+            settings=settings(stages.SYNTH),
+            pattern=lambda wildcards: CONFIG.corpus.paths[0],  # {shard} is no wildcard
         conda:
             "../envs/core.yaml"
         log:
-            f"{LOGS}/synth.log",
+            LAYOUT.log("synth"),
         benchmark:
-            f"{BENCHMARKS}/synth.tsv"
+            LAYOUT.benchmark("synth")
         resources:
             mem_mb=2000,
             runtime=60,
         shell:
-            "python -m citeval.synth --num-papers {params.num_papers:q} "
-            "--num-shards {params.num_shards:q} --seed {params.seed:q} "
-            "--first-year {params.first_year:q} --last-year {params.last_year:q} "
-            "--output-pattern {params.pattern:q} 2> {log:q}"
+            "python -m citeval.synth {params.settings} --output-pattern {params.pattern:q} "
+            "2> {log:q}"

@@ -1,38 +1,38 @@
 # Encoders trained on the corpus's own citation graph (docs/train.md): the graph without
 # any evaluation query, its citation embedding, triplets per configured model (SciNCL's or
-# SPECTER's sampler), and the fine-tuned encoder, which common.smk registers as a model.
+# SPECTER's sampler), and the fine-tuned encoder, which the plan registers as a model.
 
 
 rule train_graph:
     input:
         corpus=rules.ingest_merge.output,
-        splits=held_out_sample_dirs(),
-        mdcr=held_out_mdcr_files(),
+        splits=PLAN.held_out_sample_dirs,
+        mdcr=PLAN.held_out_mdcr_files,
     output:
-        nodes=f"{TRAIN_DIR}/graph/nodes.parquet",
-        edges=f"{TRAIN_DIR}/graph/edges.parquet",
-        report=f"{TRAIN_DIR}/graph/report.json",
+        nodes=f"{LAYOUT.train_graph}/nodes.parquet",
+        edges=f"{LAYOUT.train_graph}/edges.parquet",
+        report=f"{LAYOUT.train_graph}/report.json",
     params:
-        held_out=lambda wildcards, input: " ".join(
-            [f"--held-out-split {shlex.quote(d)}" for d in input.splits]
-            + [f"--held-out-mdcr {shlex.quote(f)}" for f in input.mdcr]
+        held_out=lambda wildcards, input: shell_words(
+            [*(w for d in input.splits for w in ("--held-out-split", d))]
+            + [*(w for f in input.mdcr for w in ("--held-out-mdcr", f))]
         ),
-        output_dir=lambda wildcards, output: Path(output.report).parent,
-        memory_limit=config["ingest"]["memory_limit"],
+        settings=settings(stages.TRAIN_GRAPH),
+        output_dir=output_folder("report"),
     conda:
         "../envs/core.yaml"
     log:
-        f"{LOGS}/train_graph.log",
+        LAYOUT.log("train_graph"),
     benchmark:
-        f"{BENCHMARKS}/train_graph.tsv"
+        LAYOUT.benchmark("train_graph")
     threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
     shell:
         "python -m citeval.train graph --citations {input.corpus:q}/citations "
-        "{params.held_out} --output-dir {params.output_dir:q} "
-        "--memory-limit {params.memory_limit:q} --threads {threads} 2> {log:q}"
+        "{params.held_out} --output-dir {params.output_dir:q} {params.settings} "
+        "--threads {threads} 2> {log:q}"
 
 
 rule train_graph_embedding:
@@ -40,54 +40,58 @@ rule train_graph_embedding:
         rules.train_graph.output.nodes,
         rules.train_graph.output.edges,
     output:
-        embedding=f"{TRAIN_DIR}/graph/embedding.npy",
-        meta=f"{TRAIN_DIR}/graph/embedding.json",
+        embedding=f"{LAYOUT.train_graph}/embedding.npy",
+        meta=f"{LAYOUT.train_graph}/embedding.json",
     params:
-        graph=lambda wildcards, output: Path(output.meta).parent,
-        arguments=shell_words(
-            "--dim", TRAIN["graph_embedding"]["dim"],
-            "--iterations", TRAIN["graph_embedding"]["iterations"],
-            "--alpha", TRAIN["graph_embedding"]["alpha"],
-            "--seed", config["seed"],
-        ),
+        graph=output_folder("meta"),
+        settings=settings(stages.TRAIN_EMBED_GRAPH),
     conda:
         "../envs/train.yaml"
     log:
-        f"{LOGS}/train_graph_embedding.log",
+        LAYOUT.log("train_graph_embedding"),
     benchmark:
-        f"{BENCHMARKS}/train_graph_embedding.tsv"
+        LAYOUT.benchmark("train_graph_embedding")
     resources:
         mem_mb=8000,
         runtime=120,
     shell:
-        "python -m citeval.train embed-graph --graph {params.graph:q} {params.arguments} "
+        "python -m citeval.train embed-graph --graph {params.graph:q} {params.settings} "
         "2> {log:q}"
 
 
 rule train_triplets:
     input:
-        graph=triplet_graph_inputs,
+        graph=lambda wildcards: [
+            rules.train_graph.output.nodes,
+            rules.train_graph.output.edges,
+            *(
+                [rules.train_graph_embedding.output.embedding]
+                if PLAN.trained_models[wildcards.trained].sampler == "scincl"
+                else []
+            ),
+        ],
         filtered=rules.prefilter.output.papers,
     output:
-        triplets=f"{TRAIN_DIR}/{{trained}}/triplets.parquet",
-        report=f"{TRAIN_DIR}/{{trained}}/triplets_report.json",
+        triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
+        report=LAYOUT.trained("{trained}", "triplets_report.json"),
     params:
-        graph=f"{TRAIN_DIR}/graph",
-        arguments=triplet_arguments,
+        graph=LAYOUT.train_graph,
+        sampler=lambda wildcards: PLAN.trained_models[wildcards.trained].sampler,
+        settings=settings(stages.TRAIN_TRIPLETS),
         output_dir=lambda wildcards, output: Path(output.report).parent,
     conda:
         "../envs/train.yaml"
     log:
-        f"{LOGS}/train_triplets/{{trained}}.log",
+        LAYOUT.log("train_triplets", "{trained}"),
     benchmark:
-        f"{BENCHMARKS}/train_triplets/{{trained}}.tsv"
+        LAYOUT.benchmark("train_triplets", "{trained}")
     resources:
         mem_mb=8000,
         runtime=60,
     shell:
         "python -m citeval.train triplets --graph {params.graph:q} "
-        "--filtered {input.filtered:q} --output-dir {params.output_dir:q} {params.arguments} "
-        "2> {log:q}"
+        "--filtered {input.filtered:q} --output-dir {params.output_dir:q} "
+        "--sampler {params.sampler:q} {params.settings} 2> {log:q}"
 
 
 rule train_encoder:
@@ -95,16 +99,19 @@ rule train_encoder:
         triplets=rules.train_triplets.output.triplets,
         corpus=rules.ingest_merge.output,
     output:
-        directory(f"{TRAIN_DIR}/{{trained}}/model"),
+        directory(LAYOUT.trained("{trained}", "model")),
     params:
-        arguments=fit_arguments,
+        base=lambda wildcards: shlex.quote(
+            json.dumps(PLAN.registry[PLAN.trained_models[wildcards.trained].base], sort_keys=True)
+        ),
+        settings=settings(stages.TRAIN_FIT),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
         "../envs/train.yaml"
     log:
-        f"{LOGS}/train_encoder/{{trained}}.log",
+        LAYOUT.log("train_encoder", "{trained}"),
     benchmark:
-        f"{BENCHMARKS}/train_encoder/{{trained}}.tsv"
+        LAYOUT.benchmark("train_encoder", "{trained}")
     threads: 2
     resources:
         mem_mb=8000,
@@ -112,4 +119,5 @@ rule train_encoder:
     shell:
         "python -m citeval.train fit --triplets {input.triplets:q} "
         "--papers {input.corpus:q}/papers --output-dir {params.output_dir:q} "
-        "{params.arguments} --threads {threads} 2> {log:q}"
+        "--name {wildcards.trained:q} --model-json {params.base} {params.settings} "
+        "--threads {threads} 2> {log:q}"

@@ -454,6 +454,6 @@ def check_config(config: Config) -> None:
         _unknown("mdcr.models", mdcr.models, first_stages)
         if isinstance(mdcr.model_selection, list):
             _unknown("mdcr.model_selection", mdcr.model_selection, mdcr.models or first_stages)
-    if mdcr.enabled and mdcr.source == "import" and mdcr.import_.test is None:
-        if mdcr.import_.valid is None:
-            raise ConfigError("mdcr.import names no benchmark and data file (test or valid)")
+    files = mdcr.import_
+    if mdcr.enabled and mdcr.source == "import" and files.test is None and files.valid is None:
+        raise ConfigError("mdcr.import names no benchmark and data file (test or valid)")

@@ -1,0 +1,177 @@
+"""Where every output of a run lives, and how runs are named: the one owner of paths.
+
+Everything a run writes is under ``results/<dataset>/`` (:attr:`Layout.root`). A
+*collection* (one pool of one split, its queries and qrels) is addressed by its setup,
+split and name, ``<group>.rep<rep>`` (:func:`citeval.collections.collection_name`); its
+files sit at ``<kind>/<setup>-<split>/<group>.rep<rep>/...``. Each method returns one path
+and accepts Snakemake wildcards (``"{setup}"``) wherever it accepts a value, so the rules
+and the stages build paths the same way. :data:`WILDCARDS` holds those placeholders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+# Placeholders of a rule's wildcards, for templates: layout.run(**WILDCARDS, model="{model}").
+WILDCARDS = {
+    "setup": "{setup}",
+    "split": "{split}",
+    "collection": "{group}.rep{rep}",
+}
+
+# MDCR's published files name the validation split ``val`` (mdcr_val.json); the samples
+# (and every other file) say ``valid``. Only the MDCR file names use ``val``.
+MDCR_FILE_SPLIT = {"test": "test", "valid": "val"}
+
+
+def reranked_run(first_stage: str, reranker: str, k: int | str) -> str:
+    """The file name of a reranked run: ``<first stage>.<reranker>@<K>``."""
+    return f"{first_stage}.{reranker}@{k}"
+
+
+def reranked_label(first_stage: str, reranker: str, k: int | str) -> str:
+    """The table label of a reranked run: ``<first stage>><reranker>@<K>`` (a ``>`` in a
+    file name invites shell accidents, so only tables use it)."""
+    return f"{first_stage}>{reranker}@{k}"
+
+
+def split_name(setup: str, split: str) -> str:
+    return f"{setup}-{split}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of one run's outputs, under ``root`` (``results/<dataset>``)."""
+
+    root: str
+
+    @classmethod
+    def for_dataset(cls, dataset: str) -> Layout:
+        return cls(f"results/{dataset}")
+
+    # --- bookkeeping ---------------------------------------------------------------
+
+    def log(self, job: str, *parts: str) -> str:
+        """A job's log: ``logs/<job>[/<part>...].log``."""
+        return "/".join([self.root, "logs", job, *parts]) + ".log"
+
+    def benchmark(self, job: str, *parts: str) -> str:
+        """A job's Snakemake benchmark record (wall time, memory): ``benchmarks/<job>...tsv``."""
+        return "/".join([self.root, "benchmarks", job, *parts]) + ".tsv"
+
+    # --- corpus ----------------------------------------------------------------------
+
+    def staging(self, shard: str) -> str:
+        return f"{self.root}/staging/{shard}"
+
+    @property
+    def corpus(self) -> str:
+        return f"{self.root}/corpus"
+
+    @property
+    def papers(self) -> str:
+        return f"{self.corpus}/papers"
+
+    @property
+    def filtered(self) -> SimpleNamespace:
+        folder = f"{self.root}/filtered"
+        return SimpleNamespace(
+            papers=f"{folder}/papers.parquet", report=f"{folder}/filter_report.json"
+        )
+
+    # --- samples -------------------------------------------------------------------------
+
+    def sample_dir(self, setup: str, split: str) -> str:
+        return f"{self.root}/samples/{split_name(setup, split)}"
+
+    def sample_report(self, setup: str) -> str:
+        return f"{self.root}/samples/{setup}-report.json"
+
+    def qrels(self, setup: str, split: str, collection: str) -> str:
+        return f"{self.sample_dir(setup, split)}/qrels/{collection}.qrels"
+
+    @property
+    def embed_ids(self) -> str:
+        return f"{self.root}/samples/embed_ids.parquet"
+
+    # --- retrieval ---------------------------------------------------------------------
+
+    @property
+    def bm25_analyzed(self) -> str:
+        return f"{self.root}/indexes/bm25-analyzed"
+
+    def bm25_index(self, setup: str, split: str, collection: str) -> str:
+        return f"{self.root}/indexes/bm25/{split_name(setup, split)}/{collection}"
+
+    def bm25_tuning(self, setup: str) -> str:
+        return f"{self.root}/tuning/bm25-{setup}.json"
+
+    def embeddings(self, model: str) -> str:
+        return f"{self.root}/embeddings/{model}"
+
+    def embedding_shard(self, model: str, index: int | str) -> str:
+        shard = index if isinstance(index, str) else f"{index:05d}"
+        return f"{self.embeddings(model)}/shard-{shard}.npy"
+
+    def runs_dir(self, setup: str, split: str) -> str:
+        return f"{self.root}/runs/{split_name(setup, split)}"
+
+    def run(self, setup: str, split: str, collection: str, model: str) -> str:
+        return f"{self.runs_dir(setup, split)}/{collection}/{model}.trec"
+
+    def metrics(self, setup: str, split: str, collection: str, model: str) -> str:
+        return f"{self.root}/metrics/{split_name(setup, split)}/{collection}/{model}.tsv"
+
+    # --- MDCR --------------------------------------------------------------------------
+
+    @property
+    def mdcr(self) -> str:
+        return f"{self.root}/mdcr"
+
+    def mdcr_file(self, mdcr_split: str, suffix: str) -> str:
+        """``mdcr/mdcr_<test|val><suffix>``: ``.json``, ``_data.jsonl``, ``_report.json``..."""
+        return f"{self.mdcr}/mdcr_{mdcr_split}{suffix}"
+
+    def mdcr_scores(self, mdcr_split: str, model: str) -> str:
+        return f"{self.mdcr}/scores/{mdcr_split}/{model}.json"
+
+    def mdcr_eval(self, mdcr_split: str, model: str, per_query: bool = False) -> str:
+        return f"{self.mdcr}/eval/{mdcr_split}/{model}{'.per_query' if per_query else ''}.tsv"
+
+    # --- reranking and training -----------------------------------------------------
+
+    def reranker_model(self, reranker: str) -> str:
+        return f"{self.root}/rerank/{reranker}/model"
+
+    def rerank_timing(
+        self, reranker: str, setup: str, split: str, collection: str, first_stage: str
+    ) -> str:
+        return (
+            f"{self.root}/rerank/{reranker}/timing/{split_name(setup, split)}/"
+            f"{collection}/{first_stage}.json"
+        )
+
+    @property
+    def train(self) -> str:
+        return f"{self.root}/train"
+
+    @property
+    def train_graph(self) -> str:
+        return f"{self.train}/graph"
+
+    def trained(self, name: str, file: str) -> str:
+        """A trained encoder's files: ``train/<name>/<file>`` (``model``, ``triplets.parquet``)."""
+        return f"{self.train}/{name}/{file}"
+
+    # --- tables and figures -----------------------------------------------------------
+
+    @property
+    def tables(self) -> str:
+        return f"{self.root}/tables"
+
+    def table(self, name: str, ext: str = "tsv") -> str:
+        return f"{self.tables}/{name}.{ext}"
+
+    def plot(self, name: str) -> str:
+        return f"{self.tables}/plots/{name}.png"

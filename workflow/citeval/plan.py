@@ -1,0 +1,466 @@
+"""What a config runs: every model, collection, split and output, decided before any job.
+
+:meth:`Plan.from_config` reads a loaded :class:`citeval.config.Config` (and the corpus
+paths it globs) and answers everything the rules need to know: the setups and their
+collections, the models (registered, trained, fused, reranked), the MDCR splits and the
+models they compare, the reranker's training collection, the trade-off's rows, the splits
+held out of encoder training, and the final outputs. Paths come from
+:class:`citeval.layout.Layout`; the command-line settings of a job from
+:meth:`Plan.settings`, which writes :mod:`citeval.stages` entries from the config.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import msgspec
+
+from citeval.collections import (
+    PlannedCollection,
+    planned_collections,
+    pool_group,
+    tuning_collections,
+)
+from citeval.config import Config
+from citeval.layout import MDCR_FILE_SPLIT, Layout, reranked_label, reranked_run
+from citeval.settings import StageSettings
+
+SETUP_SECTIONS = (("dataset", "dataset_level"), ("field", "field_level"))
+# The reranking table adds R@10 and F1@20 (Nogueira et al., HAtten) to the configured k.
+RERANK_CUTOFFS = (10, 20)
+
+
+def shell_words(words: Iterable[Any]) -> str:
+    """Words for a shell command line, each quoted."""
+    return " ".join(shlex.quote(str(word)) for word in words)
+
+
+def _shard_name(path: str, prefix: str = "") -> str:
+    name = os.path.basename(path)
+    for suffix in (".gz", ".jsonl", ".json", ".parquet"):
+        name = name.removesuffix(suffix)
+    return prefix + re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def _expand_patterns(patterns: Iterable[str]) -> list[str]:
+    paths = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern))
+        if not matches and not glob.has_magic(pattern):
+            matches = [pattern]  # let Snakemake report a missing file by name
+        paths.extend(matches)
+    return paths
+
+
+def input_shards(config: Config) -> dict[str, tuple[str, str]]:
+    """Staging shard name -> (ingest format, input path)."""
+    corpus = config.corpus
+    if corpus.synthetic is not None:
+        assert isinstance(corpus.paths, list)
+        pattern = corpus.paths[0]
+        return {
+            f"{index:05d}": ("s2orc_v2020", pattern.format(shard=f"{index:05d}"))
+            for index in range(corpus.synthetic.num_shards)
+        }
+    if not isinstance(corpus.paths, list):
+        if corpus.format != "s2ag":
+            raise ValueError("corpus.paths: a mapping of kinds is for format s2ag only")
+        shards = {}
+        for kind in ("papers", "abstracts", "citations"):
+            for path in _expand_patterns(getattr(corpus.paths, kind)):
+                shards[_shard_name(path, f"{kind}-")] = (f"s2ag-{kind}", path)
+        return shards
+    shards: dict[str, tuple[str, str]] = {}
+    for path in _expand_patterns(corpus.paths):
+        name = _shard_name(path)
+        if name in shards:
+            raise ValueError(f"two corpus inputs map to the same shard name {name!r}: {path}")
+        shards[name] = (corpus.format, path)
+    return shards
+
+
+@dataclass(frozen=True)
+class TradeoffRow:
+    """One row of the reranking trade-off: a first stage alone (k 0) or reranked at k."""
+
+    first_stage: str
+    k: int
+    metrics: str
+    timing: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: Config
+    layout: Layout
+    shards: dict[str, tuple[str, str]] = field(repr=False)
+
+    @classmethod
+    def from_config(cls, config: Config) -> Plan:
+        return cls(config, Layout.for_dataset(config.dataset), input_shards(config))
+
+    def settings(self, stage: StageSettings, **values: Any) -> str:
+        """A job's settings flags, shell-quoted (``values``: settings the plan derives)."""
+        return shell_words(stage.argv(self.config, **values))
+
+    # --- setups and collections --------------------------------------------------------
+
+    @cached_property
+    def setups(self) -> list[str]:
+        sampling = self.config.sampling
+        return [setup for setup, key in SETUP_SECTIONS if getattr(sampling, key).enabled]
+
+    def collections(self, setup: str, split: str) -> list[PlannedCollection]:
+        """Every collection of a test or validation split (citeval.collections)."""
+        return planned_collections(setup, split, msgspec.to_builtins(self.config.sampling))
+
+    def sample_dirs(self, splits: Iterable[str]) -> list[str]:
+        return [self.layout.sample_dir(setup, split) for setup in self.setups for split in splits]
+
+    # --- models ----------------------------------------------------------------------
+
+    @cached_property
+    def dense_models(self) -> list[str]:
+        return list(self.config.encode.models)
+
+    @cached_property
+    def trained_models(self) -> dict[str, Any]:
+        """Encoders trained on the corpus's citation graph that encode.models lists."""
+        train = self.config.train.models
+        return {name: train[name] for name in self.dense_models if name in train}
+
+    @cached_property
+    def registry(self) -> dict[str, dict[str, Any]]:
+        """Every model's registry entry; a train.models entry is its base's entry loaded
+        from the trained folder."""
+        entries = {name: msgspec.to_builtins(e) for name, e in self.config.models.items()}
+        for name, trained in self.config.train.models.items():
+            entries[name] = {
+                **entries[trained.base],
+                "path": f"./{self.layout.trained(name, 'model')}",
+            }
+        return entries
+
+    @cached_property
+    def provenance_config(self) -> dict[str, Any]:
+        """The config as the run used it, for the provenance record: defaults filled, and
+        the trained encoders in the registry."""
+        return {**msgspec.to_builtins(self.config), "models": self.registry}
+
+    @cached_property
+    def fusions(self) -> dict[str, Any]:
+        return {fusion.name: fusion for fusion in self.config.fusion}
+
+    @cached_property
+    def first_stages(self) -> list[str]:
+        return ["bm25", *self.dense_models, *self.fusions]
+
+    @cached_property
+    def reranker(self) -> str | None:
+        return self.config.rerank.name if self.config.rerank.enabled else None
+
+    @cached_property
+    def rerank_ks(self) -> list[int]:
+        return sorted(self.config.rerank.ks)
+
+    @cached_property
+    def reranked_runs(self) -> dict[str, tuple[str, int]]:
+        """Reranked run name -> (first stage, K)."""
+        if not self.reranker:
+            return {}
+        return {
+            reranked_run(first_stage, self.reranker, k): (first_stage, k)
+            for first_stage in self.config.rerank.first_stages
+            for k in self.rerank_ks
+        }
+
+    @cached_property
+    def models(self) -> list[str]:
+        """Every run evaluated on the test collections: first stages, then reranked runs."""
+        return [*self.first_stages, *self.reranked_runs]
+
+    def label(self, model: str) -> str:
+        """A run's name in the tables."""
+        if model in self.reranked_runs:
+            first_stage, k = self.reranked_runs[model]
+            return reranked_label(first_stage, self.reranker or "", k)
+        return model
+
+    @cached_property
+    def metric_cutoffs(self) -> list[int]:
+        extra = RERANK_CUTOFFS if self.reranker else ()
+        return list(dict.fromkeys([*self.config.metrics.cutoffs, *extra]))
+
+    def uses_encoders(self, model: str) -> bool:
+        fusion = self.fusions.get(model)
+        return model in self.dense_models or (
+            fusion is not None and any(run in self.dense_models for run in fusion.runs)
+        )
+
+    @cached_property
+    def bm25_tuned(self) -> bool:
+        return self.config.bm25.tune.enabled
+
+    def bm25_tuning_collections(self, setup: str) -> list[PlannedCollection]:
+        """The validation collections that tune k1/b (policy: citeval.collections)."""
+        return tuning_collections(setup, self.collections(setup, "valid"))
+
+    def bm25_tuning_setup(self, setup: str, split: str) -> str:
+        """The setup whose tuned k1/b a split's BM25 uses (the reranker's training split has
+        no validation split of its own)."""
+        return self.setups[0] if split == "train" else setup
+
+    # --- MDCR -------------------------------------------------------------------------
+
+    @cached_property
+    def mdcr_import(self) -> bool:
+        return self.config.mdcr.source == "import"
+
+    @cached_property
+    def mdcr_enabled(self) -> bool:
+        mdcr = self.config.mdcr
+        return mdcr.enabled and (self.mdcr_import or "field" in self.setups)
+
+    @cached_property
+    def mdcr_splits(self) -> list[str]:
+        """MDCR file splits (``test``, ``val``): built, the test split and the validation
+        split when field-level validation queries are drawn; imported, every split the
+        config names files for."""
+        if self.mdcr_import:
+            files = self.config.mdcr.import_
+            return [
+                MDCR_FILE_SPLIT[split]
+                for split in ("test", "valid")
+                if getattr(files, split) is not None
+            ]
+        validation = self.config.sampling.validation.queries_per_field > 0
+        return ["test", *(["val"] if validation else [])]
+
+    def mdcr_sample_split(self, mdcr_split: str) -> str:
+        return {name: split for split, name in MDCR_FILE_SPLIT.items()}[mdcr_split]
+
+    def mdcr_files(self, mdcr_split: str) -> dict[str, str]:
+        """The split's benchmark and data file: built by mdcr_build, or the imported ones."""
+        if self.mdcr_import:
+            files = getattr(self.config.mdcr.import_, self.mdcr_sample_split(mdcr_split))
+            return {"benchmark": files.benchmark, "data": files.data}
+        return {
+            "benchmark": self.layout.mdcr_file(mdcr_split, ".json"),
+            "data": self.layout.mdcr_file(mdcr_split, "_data.jsonl"),
+        }
+
+    @cached_property
+    def mdcr_build_models(self) -> list[str]:
+        """Models whose rep-0 field runs the construction compares (empty config: all)."""
+        return list(self.config.mdcr.models) or self.first_stages
+
+    @cached_property
+    def mdcr_models(self) -> list[str]:
+        """Every model that scores MDCR pairs: the first stages, and the reranker."""
+        return [*self.first_stages, *([self.reranker] if self.reranker else [])]
+
+    def mdcr_build_runs(self, mdcr_split: str) -> list[str]:
+        split = self.mdcr_sample_split(mdcr_split)
+        return [
+            self.layout.run("field", split, collection.name, model)
+            for collection in self.collections("field", split)
+            if collection.rep == 0
+            for model in self.mdcr_build_models
+        ]
+
+    def mdcr_types_from(self, mdcr_split: str) -> list[str]:
+        """The validation split takes the model types the test split selected."""
+        if mdcr_split == "val" and self.config.mdcr.model_selection == "auto":
+            return [self.layout.mdcr_file("test", "_report.json")]
+        return []
+
+    # --- encoders --------------------------------------------------------------------
+
+    @cached_property
+    def embedding_sample_dirs(self) -> list[str]:
+        """Sample folders whose pools and queries the encoders embed: every test split, the
+        field-level validation split when MDCR builds its validation benchmark, and the
+        reranker's training split when its first stage uses an encoder."""
+        dirs = self.sample_dirs(["test"])
+        if "val" in self.mdcr_splits and self.mdcr_enabled and not self.mdcr_import:
+            dirs.append(self.layout.sample_dir("field", "valid"))
+        if self.reranker and self.uses_encoders(self.config.rerank.train.first_stage):
+            dirs.append(self.layout.sample_dir("dataset", "train"))
+        return dirs
+
+    def embedding_shards(self, model: str) -> list[str]:
+        return [
+            self.layout.embedding_shard(model, index)
+            for index in range(self.config.encode.num_shards)
+        ]
+
+    # --- reranking -------------------------------------------------------------------
+
+    @cached_property
+    def rerank_train_collection(self) -> str:
+        return f"{pool_group(self.config.rerank.train.pool_size)}.rep0"
+
+    @cached_property
+    def tradeoff_collection(self) -> str | None:
+        """HAtten's Table 4 is one collection: the largest dataset-level pool, rep 0."""
+        if not self.reranker or "dataset" not in self.setups:
+            return None
+        return f"{pool_group(max(self.config.sampling.dataset_level.pool_sizes))}.rep0"
+
+    def first_stage_benchmarks(self, model: str, collection: str) -> list[str]:
+        """The benchmark records of the jobs that make a first stage's run (a fusion: its
+        inputs' too): the trade-off reads their wall time as the first stage's cost."""
+        layout = self.layout
+        where = ("dataset-test", collection)
+        if model == "bm25":
+            return [layout.benchmark("bm25_search", *where)]
+        if model in self.dense_models:
+            return [layout.benchmark("dense_retrieve", *where, model)]
+        inputs = [
+            path
+            for run in self.fusions[model].runs
+            for path in self.first_stage_benchmarks(run, collection)
+        ]
+        return [*inputs, layout.benchmark("fuse", *where, model)]
+
+    @cached_property
+    def tradeoff_rows(self) -> list[TradeoffRow]:
+        collection = self.tradeoff_collection
+        if collection is None:
+            return []
+        rows = []
+        for first_stage in self.config.rerank.first_stages:
+            metrics = self.layout.metrics("dataset", "test", collection, first_stage)
+            rows.append(TradeoffRow(first_stage, 0, metrics, None))
+            timing = self.layout.rerank_timing(
+                self.reranker or "", "dataset", "test", collection, first_stage
+            )
+            for k in self.rerank_ks:
+                run = reranked_run(first_stage, self.reranker or "", k)
+                metrics = self.layout.metrics("dataset", "test", collection, run)
+                rows.append(TradeoffRow(first_stage, k, metrics, timing))
+        return rows
+
+    @cached_property
+    def tradeoff_benchmarks(self) -> list[str]:
+        collection = self.tradeoff_collection
+        if collection is None:
+            return []
+        return sorted(
+            {
+                path
+                for first_stage in self.config.rerank.first_stages
+                for path in self.first_stage_benchmarks(first_stage, collection)
+            }
+        )
+
+    def tradeoff_arguments(self) -> str:
+        words: list[Any] = []
+        collection = self.tradeoff_collection or ""
+        for first_stage in self.config.rerank.first_stages:
+            words += ["--first-stage", first_stage]
+            words += self.first_stage_benchmarks(first_stage, collection)
+        for row in self.tradeoff_rows:
+            words += ["--entry", row.first_stage, row.k, row.metrics]
+            words += [row.timing] if row.timing else []
+        return shell_words(words)
+
+    # --- encoder training ---------------------------------------------------------------
+
+    @cached_property
+    def held_out_sample_dirs(self) -> list[str]:
+        """Every test and validation split: their queries never enter the training graph."""
+        return self.sample_dirs(["test", "valid"])
+
+    @cached_property
+    def held_out_mdcr_files(self) -> list[str]:
+        """An imported MDCR benchmark's queries are held out too (a built one's are the
+        field-level queries, held out already)."""
+        if not (self.mdcr_enabled and self.mdcr_import):
+            return []
+        return [self.mdcr_files(split)["benchmark"] for split in self.mdcr_splits]
+
+    # --- tables and final outputs ---------------------------------------------------
+
+    @cached_property
+    def tables(self) -> dict[str, str]:
+        """The report's tables: caption (report/<caption>.rst) -> TSV path."""
+        setups, tables = self.setups, []
+        tables.append(("table1", "table1_dataset_level", "dataset" in setups))
+        for caption, name in (
+            ("table2", "table2_field_level_map"),
+            ("table7", "table7_field_level_ndcg"),
+            ("table8", "table8_field_level_recall"),
+        ):
+            tables.append((caption, name, "field" in setups))
+        rerank_table = bool(self.reranker) and "dataset" in setups
+        tables.append(("table_rerank", "table_rerank_dataset_level", rerank_table))
+        return {caption: self.layout.table(name) for caption, name, present in tables if present}
+
+    @cached_property
+    def mdcr_tables(self) -> list[str]:
+        if not self.mdcr_enabled or "test" not in self.mdcr_splits:
+            return []
+        return [
+            self.layout.table(name, ext)
+            for name in ("table3_mdcr", "table4_mdcr_types")
+            for ext in ("tsv", "md")
+        ]
+
+    @cached_property
+    def plot_sources(self) -> dict[str, tuple[str, str]]:
+        """Figure name -> (the plots command's flag, the table TSV it is drawn from)."""
+        sources = {
+            "map_by_pool_size": ("table1", self.tables.get("table1")),
+            "field_map": ("table2", self.tables.get("table2")),
+            "mdcr_types": ("table4", self.mdcr_tables[2] if self.mdcr_tables else None),
+        }
+        return {name: (flag, table) for name, (flag, table) in sources.items() if table}
+
+    def test_metric_files(self) -> list[str]:
+        return [
+            self.layout.metrics(setup, "test", collection.name, model)
+            for setup in self.setups
+            for collection in self.collections(setup, "test")
+            for model in self.models
+        ]
+
+    def mdcr_outputs(self) -> list[str]:
+        """Tables 3 and 4, every split's evaluation, the construction's Jaccard tables and
+        reports."""
+        if not self.mdcr_tables:
+            return []
+        outputs = list(self.mdcr_tables)
+        if not self.mdcr_import:
+            outputs += [
+                self.layout.mdcr_file(split, suffix)
+                for split in self.mdcr_splits
+                for suffix in ("_jaccard.tsv", "_report.json")
+            ]
+        outputs += [
+            self.layout.mdcr_eval(split, model)
+            for split in self.mdcr_splits
+            for model in self.mdcr_models
+        ]
+        return outputs
+
+    def tradeoff_outputs(self) -> list[str]:
+        if self.tradeoff_collection is None:
+            return []
+        return [self.layout.table("tradeoff", ext) for ext in ("tsv", "md", "png")]
+
+    def final_outputs(self) -> list[str]:
+        return [
+            self.layout.table("provenance", "json"),
+            *(self.layout.plot(name) for name in self.plot_sources),
+            *self.test_metric_files(),
+            *self.mdcr_outputs(),
+            *self.tradeoff_outputs(),
+        ]
