@@ -1,6 +1,8 @@
 """citeval: evaluation of article encoders and BM25 on citation recommendation, and MDCR.
 
-Each pipeline stage is a module with a ``main()`` and is runnable as ``python -m citeval.<stage>``.
+Each pipeline stage is a subpackage whose ``cli`` module holds its command line, runnable as
+``python -m citeval.<stage>`` or ``citeval <stage>``; docs/architecture.md shows how the
+config, the plan and the layout decide what runs.
 """
 
 __version__ = "0.1.0"

@@ -1,0 +1,115 @@
+"""citeval.config: the schema's defaults, validation with the key's path, cross-section checks."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from citeval.config import (
+    SCHEMA_PATH,
+    Config,
+    load_config,
+    load_config_file,
+    schema_default,
+    with_defaults,
+)
+from citeval.errors import ConfigError
+
+MINIMAL = {"dataset": "x", "seed": 1, "corpus": {"format": "parquet", "paths": ["a.parquet"]}}
+
+
+def test_the_shipped_configs_load():
+    demo = load_config_file("config/config.yaml")
+    assert isinstance(demo, Config)
+    assert demo.encode.models == ["minilm", "minilm_scincl", "minilm_specter"]
+    acm = load_config_file("config/config.yaml", "config/acm-cr.yaml")
+    assert acm.dataset == "acm-cr" and acm.corpus.synthetic is None
+    assert acm.rerank.enabled is False and acm.prefilter.min_citations == 0
+
+
+def test_missing_keys_take_the_schema_defaults():
+    config = load_config(MINIMAL)
+    assert config.bm25.k1 == schema_default("bm25.k1") == 0.9
+    assert config.train.triplets.num_queries == 136820
+    assert config.rerank.train.max_steps == -1
+    assert config.mdcr.import_.test is None
+    assert len(config.sampling.field_level.fields) == 19
+
+
+def test_defaults_fill_inside_a_registry_entry_and_a_partial_synthetic_section():
+    raw = copy.deepcopy(MINIMAL)
+    raw["models"] = {"m": {"path": "p", "pooling": "cls"}}
+    raw["corpus"] = {
+        "format": "s2orc_v2020",
+        "paths": ["x-{shard}"],
+        "synthetic": {"num_papers": 500},
+    }
+    config = load_config(raw)
+    assert config.models["m"].batch_size == schema_default("models.*.batch_size") == 32
+    assert config.corpus.synthetic.num_shards == schema_default("corpus.synthetic.num_shards")
+
+
+def test_loading_leaves_the_input_alone():
+    raw = copy.deepcopy(MINIMAL)
+    with_defaults(raw)
+    assert raw == MINIMAL
+
+
+@pytest.mark.parametrize(
+    ("update", "where"),
+    [
+        ({"prefilter": {"min_abstract_chars": -1}}, "prefilter.min_abstract_chars"),
+        ({"sampling": {"on_too_small": "shrug"}}, "sampling.on_too_small"),
+        ({"retrieval": {"k": "many"}}, "retrieval.k"),
+        ({"bm25": {"tune": {"metric": "mrr"}}}, "bm25.tune.metric"),
+        ({"models": {"m": {"path": "p"}}}, "models.m"),
+    ],
+)
+def test_a_bad_value_names_its_key(update, where):
+    raw = {**copy.deepcopy(MINIMAL), **update}
+    with pytest.raises(ConfigError, match=rf"^{where}: "):
+        load_config(raw)
+
+
+def _demo(**sections):
+    raw = yaml.safe_load(open("config/config.yaml", encoding="utf-8"))
+    for key, value in sections.items():
+        section, _, name = key.partition("__")
+        raw.setdefault(section, {})[name] = value
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("sections", "message"),
+    [
+        (
+            {"train__models": {"minilm": {"sampler": "scincl", "base": "minilm"}}},
+            "registry already",
+        ),
+        ({"train__models": {"t": {"sampler": "scincl", "base": "nope"}}}, r"base 'nope' is not"),
+        ({"encode__models": ["minilm", "ghost"]}, r"encode.models: \['ghost'\]"),
+        ({"rerank__first_stages": ["ghost"]}, r"rerank.first_stages: \['ghost'\]"),
+        ({"rerank__ks": [10, 600]}, "deeper than the runs"),
+        ({"rerank__name": "bm25"}, "already a model name"),
+        ({"mdcr__models": ["ghost"]}, r"mdcr.models: \['ghost'\]"),
+    ],
+)
+def test_names_that_must_refer_to_one_another(sections, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(_demo(**sections))
+
+
+def test_a_fusion_of_an_unknown_run_fails():
+    raw = _demo()
+    raw["fusion"] = [{"name": "rrf", "runs": ["bm25", "ghost"]}]
+    with pytest.raises(ConfigError, match=r"fusion\[0\].runs: \['ghost'\]"):
+        load_config(raw)
+
+
+def test_schema_lives_in_the_package_and_config_links_to_it():
+    assert SCHEMA_PATH.parent.name == "citeval"
+    from pathlib import Path
+
+    assert Path("config/schema.yaml").resolve() == SCHEMA_PATH.resolve()
