@@ -271,7 +271,7 @@ def run_lucene(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     warm = queries[:20]
     runs, seconds = {}, {}
     for kind, path in (("impacts", index_dir), ("lucene", lucene_dir)):
-        with impacts.open_searcher(path, args.k1, args.b, kind) as searcher:
+        with impacts.open_searcher(path, k1=args.k1, b=args.b, searcher=kind) as searcher:
             search_queries(searcher, warm, args.k, progress=False, threads=args.threads)
             started = time.perf_counter()
             runs[kind] = search_queries(

@@ -38,6 +38,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from citeval.config import schema_default
 from citeval.embeddings import EmbeddingStore
 from citeval.faiss_index import (
     IndexSpec,
@@ -52,6 +53,11 @@ from citeval.faiss_index import (
 
 log = logging.getLogger("bench_faiss")
 OUT_DIR = Path(__file__).resolve().parent / "out"
+# The config's faiss settings at their schema defaults; each part overrides what it measures.
+FAISS = {
+    key: schema_default(f"faiss.{key}")
+    for key in ("ivf_nlist", "ivf_nprobe", "hnsw_m", "hnsw_ef_search")
+}
 
 
 def peak_rss_gb() -> float:
@@ -123,7 +129,7 @@ def bench_exact(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     store = EmbeddingStore(workdir)
     selection = store.locate(f"{i:08d}" for i in range(args.n))
     result["locate_seconds"] = round(time.perf_counter() - started, 2)
-    built = build_index(store, selection, "ip", IndexSpec(kind="flat"), use_gpu=False)
+    built = build_index(store, selection, "ip", IndexSpec(kind="flat", **FAISS), use_gpu=False)
     result["build_seconds"] = round(built.build_seconds, 2)
     result["rss_after_build_gb"] = rss_gb()
     result["index_bytes_gb"] = round(args.n * args.dim * 4 / 2**30, 3)
@@ -194,14 +200,16 @@ def bench_approx(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         log.info("%s", row)
         result["runs"].append(row)
 
-    spec = IndexSpec(kind="ivf", ivf_nlist=args.ivf_nlist, ivf_nprobe=1, seed=args.seed)
+    spec = IndexSpec(
+        **{**FAISS, "ivf_nlist": args.ivf_nlist, "ivf_nprobe": 1}, kind="ivf", seed=args.seed
+    )
     built = build_index(store, selection, "ip", spec, use_gpu=False)
     for nprobe in args.nprobe:
         built.index.nprobe = min(nprobe, built.params["nlist"])
         measure(built, "ivf", {"nlist": built.params["nlist"], "nprobe": built.index.nprobe})
     del built
 
-    spec = IndexSpec(kind="hnsw", hnsw_m=args.hnsw_m, hnsw_ef_search=16)
+    spec = IndexSpec(**{**FAISS, "hnsw_m": args.hnsw_m, "hnsw_ef_search": 16}, kind="hnsw")
     built = build_index(store, selection, "ip", spec, use_gpu=False)
     for ef in args.ef_search:
         built.index.hnsw.efSearch = ef

@@ -226,7 +226,7 @@ def synthetic_runs(args: argparse.Namespace, work: Path) -> dict:
     import duckdb
     import numpy as np
 
-    from citeval.collections import collection_name
+    from citeval.collection_list import collection_name
     from citeval.sample import seeded_rng
     from citeval.trec import write_run
 

@@ -114,6 +114,8 @@ def synthetic_papers(num_papers: int, seed: int) -> list[tuple[str, str]]:
             "citeval.synth",
             "--num-papers",
             str(num_papers),
+            "--num-shards",
+            "1",
             "--seed",
             str(seed),
             "--output-pattern",

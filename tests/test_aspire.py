@@ -14,9 +14,11 @@ from embedding_store_builder import (
     write_store,
 )
 
-from citeval import aspire, retrieve
+from citeval import aspire
+from citeval.config import schema_default
 from citeval.embeddings import EmbeddingStore
 from citeval.faiss_index import TIE_MARGIN, IndexSpec
+from citeval.retrieve import cli as retrieve
 from citeval.trec import read_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -114,7 +116,13 @@ def test_aspire_hits_with_small_k_prime_is_approximate_but_reported(tmp_path: Pa
     store = EmbeddingStore(tmp_path / "emb")
     pool = store.locate(paper_ids(60))
     queries = store.locate(paper_ids(10))
-    spec = IndexSpec(kind="flat")
+    spec = IndexSpec(
+        kind="flat",
+        **{
+            key: schema_default(f"faiss.{key}")
+            for key in ("ivf_nlist", "ivf_nprobe", "hnsw_m", "hnsw_ef_search")
+        },
+    )
     run, report = aspire.retrieve_aspire(
         store,
         pool,

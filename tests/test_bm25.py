@@ -30,7 +30,8 @@ from citeval.bm25 import index as bm25_index
 from citeval.bm25 import papers as bm25_papers
 from citeval.bm25 import search as bm25_search
 from citeval.bm25 import tune as bm25_tune
-from citeval.collections import CollectionInfo, write_collections
+from citeval.collection_list import CollectionInfo, write_collections
+from citeval.config import schema_default
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import rank_documents, read_run, write_qrels
 
@@ -39,6 +40,7 @@ N_TOPICS = 6
 N_QUERIES = 20
 GROUP = "pool-280"
 K1, B = 1.2, 0.75
+BM25_DEFAULTS = {"k1": schema_default("bm25.k1"), "b": schema_default("bm25.b")}
 
 
 def _words(text: str) -> list[str]:
@@ -183,7 +185,7 @@ def test_index_holds_exactly_the_pool(corpus: dict) -> None:
     assert lucene.index_num_docs(corpus["index"]) == 280
     assert sorted(lucene.read_docids(corpus["index"])) == corpus["pool"]
     assert not list(corpus["index"].parent.glob(".*")), "temporary folders left behind"
-    with lucene.lucene_searcher(corpus["index"]) as searcher:
+    with lucene.lucene_searcher(corpus["index"], **BM25_DEFAULTS) as searcher:
         hits = searcher.search(
             "the of and " + " ".join(corpus["papers"][0]["abstract"].split()), 500
         )
@@ -323,7 +325,7 @@ def analyzed_queries(corpus: dict) -> dict:
 
 
 def test_lucene_scores_match_exact_formula(corpus: dict, analyzed_queries: dict) -> None:
-    with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
+    with lucene.lucene_searcher(corpus["index"], k1=K1, b=B) as searcher:
         results = searcher.batch_search(
             analyzed_queries["query_texts"], analyzed_queries["queries"], 10
         )
@@ -345,7 +347,7 @@ def test_lucene_scores_match_exact_formula(corpus: dict, analyzed_queries: dict)
 
 def test_threads_and_json_transfer_change_nothing(corpus: dict, analyzed_queries: dict) -> None:
     texts, qids = analyzed_queries["query_texts"], analyzed_queries["queries"]
-    with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
+    with lucene.lucene_searcher(corpus["index"], k1=K1, b=B) as searcher:
         one = searcher.batch_search(texts, qids, 50, threads=1)
         three = searcher.batch_search(texts, qids, 50, threads=3)
         assert one == three
@@ -370,7 +372,7 @@ def test_top10_agrees_with_rank_bm25(corpus: dict, analyzed_queries: dict) -> No
 
     pool = list(analyzed_queries["docs"])
     okapi = rank_bm25.BM25Okapi([analyzed_queries["docs"][d] for d in pool], k1=K1, b=B)
-    with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
+    with lucene.lucene_searcher(corpus["index"], k1=K1, b=B) as searcher:
         results = searcher.batch_search(
             analyzed_queries["query_texts"], analyzed_queries["queries"], 10
         )
@@ -402,7 +404,7 @@ def test_search_excludes_self_respects_k_and_is_deterministic(corpus: dict) -> N
     assert [q for q, _ in queries] == sorted(corpus["queries"])
     in_pool = [q for q in corpus["queries"] if q in corpus["pool"]]
     assert in_pool, "the fixture must put some queries in their pool"
-    with lucene.lucene_searcher(corpus["index"], K1, B) as searcher:
+    with lucene.lucene_searcher(corpus["index"], k1=K1, b=B) as searcher:
         run = bm25_search.search_queries(searcher, queries, 7, batch_size=6, progress=False)
         again = bm25_search.search_queries(searcher, queries, 7, batch_size=64, progress=False)
         for qid in in_pool:
@@ -435,7 +437,7 @@ def test_score_ties_are_cut_in_trec_eval_order(tmp_path: Path, kind: str) -> Non
     docs = [{"id": f"d{i}", "contents": "alpha beta gamma"} for i in range(10)]
     docs += [{"id": f"e{i}", "contents": f"delta epsilon {i}"} for i in range(10)]
     index = _index_with_impacts(docs, tmp_path)
-    with impacts.open_searcher(index, searcher=kind) as searcher:
+    with impacts.open_searcher(index, **BM25_DEFAULTS, searcher=kind) as searcher:
         hits = searcher.search("alpha", 4)
         assert len({score for _, score in hits}) == 1
         run = bm25_search.search_queries(searcher, [("d5", "alpha")], 3, progress=False)
@@ -444,7 +446,7 @@ def test_score_ties_are_cut_in_trec_eval_order(tmp_path: Path, kind: str) -> Non
 
 def test_long_query_is_not_limited_by_max_clause_count(corpus: dict) -> None:
     text = " ".join(f"zz{i}q" for i in range(3000)) + " " + corpus["papers"][0]["title"]
-    with lucene.lucene_searcher(corpus["index"]) as searcher:
+    with lucene.lucene_searcher(corpus["index"], **BM25_DEFAULTS) as searcher:
         assert searcher.search(text, 5)
 
 
@@ -478,8 +480,12 @@ def test_search_cli_writes_trec_run(corpus: dict, tmp_path: Path) -> None:
     assert all(line.endswith(" bm25") for line in lines)
     for qid, docs in run.items():
         assert len(docs) == 20 and qid not in docs
-    # Both k1/b and --params-json is a config error (exit status 2, no traceback).
-    assert bm25_cli.main([*common, *k1b, "--params-json", str(params), "--output", str(first)]) == 2
+    # With --params-json, its tuned k1 and b take precedence over --k1 and --b.
+    other = ["--k1", "2.0", "--b", "0.9", "--params-json", str(params)]
+    assert bm25_cli.main([*common, *other, "--output", str(second)]) == 0
+    assert second.read_bytes() == first.read_bytes()
+    assert bm25_cli.main([*common, "--k1", "2.0", "--b", "0.9", "--output", str(second)]) == 0
+    assert second.read_bytes() != first.read_bytes()
     # An index of another collection is refused.
     wrong = [*common[:-4], "--rep", "1", "--output", str(tmp_path / "d.trec")]
     assert bm25_cli.main(wrong) == 2
@@ -498,7 +504,7 @@ def test_index_builds_are_reproducible(corpus: dict, tmp_path: Path) -> None:
     )
     runs = []
     for path in (corpus["index"], index):
-        with lucene.lucene_searcher(path, K1, B) as searcher:
+        with lucene.lucene_searcher(path, k1=K1, b=B) as searcher:
             runs.append(bm25_search.search_queries(searcher, queries, 50, progress=False))
     assert runs[0] == runs[1]
     matrix_files = sorted(p.name for p in (index / impacts.IMPACTS_DIR).iterdir())
@@ -578,9 +584,9 @@ def test_impact_searcher_returns_lucenes_hits_bit_for_bit(
     """Same documents, same float32 scores, same order, down to the last matching document."""
     texts, qids = analyzed_queries["query_texts"], analyzed_queries["queries"]
     depth = corpus["meta"]["n_docs"]
-    with lucene.lucene_searcher(corpus["index"], k1, b) as reference:
+    with lucene.lucene_searcher(corpus["index"], k1=k1, b=b) as reference:
         expected = reference.batch_search(texts, qids, depth)
-    with impacts.ImpactSearcher(corpus["index"], k1, b) as searcher:
+    with impacts.ImpactSearcher(corpus["index"], k1=k1, b=b) as searcher:
         assert searcher.batch_search(texts, qids, depth, threads=2) == expected
         for qid, text in zip(qids, texts, strict=True):
             assert searcher.search(text, 10) == expected[qid][:10]
@@ -591,9 +597,9 @@ def test_impact_searcher_handles_repeated_and_unknown_terms(corpus: dict) -> Non
     title = corpus["papers"][0]["title"]
     queries = [f"{title} {title} {title}", "zzunknownq " + title, "zzunknownq", ""]
     qids = [f"q{i}" for i in range(len(queries))]
-    with lucene.lucene_searcher(corpus["index"], K1, B) as reference:
+    with lucene.lucene_searcher(corpus["index"], k1=K1, b=B) as reference:
         expected = reference.batch_search(queries, qids, 40)
-    with impacts.ImpactSearcher(corpus["index"], K1, B) as searcher:
+    with impacts.ImpactSearcher(corpus["index"], k1=K1, b=B) as searcher:
         assert searcher.batch_search(queries, qids, 40) == expected
     assert expected["q2"] == expected["q3"] == []
 
@@ -606,9 +612,9 @@ def test_impact_matrix_built_by_threads_gives_lucene_hits(corpus: dict, tmp_path
     ]
     index = _index_with_impacts(docs, tmp_path, threads=3)
     texts = _texts(corpus, corpus["queries"], " ")
-    with lucene.lucene_searcher(index, K1, B) as reference:
+    with lucene.lucene_searcher(index, k1=K1, b=B) as reference:
         expected = reference.batch_search(texts, corpus["queries"], 100)
-    with impacts.ImpactSearcher(index, K1, B) as searcher:
+    with impacts.ImpactSearcher(index, k1=K1, b=B) as searcher:
         assert searcher.batch_search(texts, corpus["queries"], 100) == expected
 
 
@@ -623,9 +629,9 @@ def test_impact_searcher_counts_documents_as_lucene_does(tmp_path: Path) -> None
     assert (meta["n_docs"], meta["doc_count"]) == (13, 12)
     queries = ["gamma delta1", "alpha alpha beta", "the of"]
     qids = ["q1", "q2", "q3"]
-    with lucene.lucene_searcher(index, K1, B) as reference:
+    with lucene.lucene_searcher(index, k1=K1, b=B) as reference:
         expected = reference.batch_search(queries, qids, 20)
-    with impacts.ImpactSearcher(index, K1, B) as searcher:
+    with impacts.ImpactSearcher(index, k1=K1, b=B) as searcher:
         assert searcher.batch_search(queries, qids, 20) == expected
     assert len(expected["q2"]) == 12
     assert expected["q3"] == []
@@ -700,8 +706,8 @@ def test_index_without_impact_matrix_is_a_clear_error(tmp_path: Path) -> None:
     (collection / "docs.jsonl").write_text('{"id": "a", "contents": "alpha beta"}\n')
     lucene.build_index(collection, tmp_path / "index")
     with pytest.raises(impacts.ImpactsError, match="no impact matrix"):
-        impacts.ImpactSearcher(tmp_path / "index")
-    with lucene.lucene_searcher(tmp_path / "index") as searcher:
+        impacts.ImpactSearcher(tmp_path / "index", **BM25_DEFAULTS)
+    with lucene.lucene_searcher(tmp_path / "index", **BM25_DEFAULTS) as searcher:
         assert searcher.search("alpha", 5)[0][0] == "a"
 
 
@@ -752,7 +758,7 @@ def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:
     queries = bm25_papers.load_queries(
         con, corpus["papers_dir"], corpus["sample"] / "queries.parquet", GROUP
     )
-    with lucene.lucene_searcher(corpus["index"], result["k1"], result["b"]) as searcher:
+    with lucene.lucene_searcher(corpus["index"], k1=result["k1"], b=result["b"]) as searcher:
         run = bm25_search.search_queries(searcher, queries, 50, progress=False)
     per_query = metrics.evaluate(run, corpus["qrels"], ["map"])
     assert metrics.mean_over_queries(per_query)["map"] == pytest.approx(result["score"])
@@ -762,8 +768,11 @@ def test_tune_rejects_bad_grids(corpus: dict, tmp_path: Path) -> None:
     args = ["tune", "--papers", str(corpus["papers_dir"]), "--sample-dir", str(corpus["sample"])]
     args += ["--analyzed", str(corpus["analyzed"])]
     args += ["--k1-grid", "0.9", "--output", str(tmp_path / "t.json")]
-    assert bm25_cli.main([*args, "--b-grid", "1.5"]) == 2
-    assert bm25_cli.main([*args, "--b-grid", "0.4", "--metric", "nope"]) == 2
+    # argparse refuses a b outside the schema's bounds and a metric not in its choices
+    for bad in (["--b-grid", "1.5"], ["--b-grid", "0.4", "--metric", "nope"]):
+        with pytest.raises(SystemExit) as exit_info:
+            bm25_cli.main([*args, *bad])
+        assert exit_info.value.code == 2
     assert bm25_cli.main([*args, "--b-grid", "0.4", "--collection", "pool-1.rep0"]) == 2
     assert not (tmp_path / "t.json").exists()
 
@@ -806,7 +815,7 @@ def test_same_hits_as_pyserini_lucene_searcher(corpus: dict, analyzed_queries: d
     """pyserini's wrapper (4-decimal rounded scores) ranks the same documents."""
     searcher = lucene.pyserini_lucene_searcher(corpus["index"])
     searcher.set_bm25(K1, B)
-    with lucene.lucene_searcher(corpus["index"], K1, B) as ours:
+    with lucene.lucene_searcher(corpus["index"], k1=K1, b=B) as ours:
         for text in analyzed_queries["query_texts"][:5]:
             theirs = [(h.docid, h.score) for h in searcher.search(text, 10)]
             mine = ours.search(text, 10)

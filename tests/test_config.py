@@ -74,7 +74,8 @@ def test_a_bad_value_names_its_key(update, where):
 
 
 def _demo(**sections):
-    raw = yaml.safe_load(open("config/config.yaml", encoding="utf-8"))
+    with open("config/config.yaml", encoding="utf-8") as handle:
+        raw = yaml.safe_load(handle)
     for key, value in sections.items():
         section, _, name = key.partition("__")
         raw.setdefault(section, {})[name] = value

@@ -17,13 +17,14 @@ import yaml
 from conftest import TINY_WORDS
 from transformers import AutoTokenizer, BertModel
 
+from citeval.config import schema_default
 from citeval.embeddings import IDS_SUFFIX, ids_path_for
 from citeval.encode import (
     encode_shard,
     encode_shards,
-    main,
     shard_bounds,
 )
+from citeval.encode.cli import main
 from citeval.errors import CitevalError, ConfigError, InputDataError
 from citeval.ingest import PAPERS_SCHEMA
 from citeval.io import write_parquet
@@ -37,6 +38,7 @@ from citeval.models import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+MEMORY_LIMIT = schema_default("ingest.memory_limit")
 TITLES = [
     "Citation recommendation with transformer encoders",
     "A graph model of protein expression",
@@ -391,7 +393,12 @@ def test_encode_shards_match_direct_encoding_and_resume_skips_finished_shards(
     papers_dir, ids_file = write_papers(tmp_path, papers, parts=3)
     out = tmp_path / "embeddings" / "tiny"
     spec = spec_for(tiny_bert_dir, "cls", batch_size=4)
-    options = {"device": "cpu", "chunk_size": 4, "show_progress": False}
+    options = {
+        "device": "cpu",
+        "memory_limit": MEMORY_LIMIT,
+        "chunk_size": 4,
+        "show_progress": False,
+    }
 
     # A run that was stopped after shards 0 and 1 ...
     assert encode_shards(spec, papers_dir, ids_file, 3, out, shard_ids=[0, 1], **options) == [0, 1]
@@ -429,7 +436,12 @@ def test_killed_shard_resumes_after_its_last_checkpoint(
         return original_run(prepared, progress)
 
     output = tmp_path / "embeddings" / "tiny" / "shard-00000.npy"
-    options = {"chunk_size": 4, "show_progress": False}
+    options = {
+        "device": "cpu",
+        "memory_limit": MEMORY_LIMIT,
+        "chunk_size": 4,
+        "show_progress": False,
+    }
     encoder.run = run_then_die
     with pytest.raises(KeyboardInterrupt):
         encode_shard(spec, papers_dir, ids_file, 0, 1, output, encoder=encoder, **options)
@@ -477,6 +489,7 @@ def test_stale_checkpoints_are_discarded(tmp_path: Path, tiny_bert_dir: Path) ->
         1,
         output,
         device="cpu",
+        memory_limit=MEMORY_LIMIT,
         chunk_size=4,
         show_progress=False,
     )
@@ -533,7 +546,9 @@ def test_empty_shard_writes_empty_outputs(tmp_path: Path, tiny_bert_dir: Path) -
     papers_dir, ids_file = write_papers(tmp_path, make_papers(2))
     output = tmp_path / "emb" / "shard-00000.npy"
     spec = spec_for(tiny_bert_dir, "cls")
-    assert encode_shard(spec, papers_dir, ids_file, 0, 3, output, device="cpu")
+    assert encode_shard(
+        spec, papers_dir, ids_file, 0, 3, output, device="cpu", memory_limit=MEMORY_LIMIT
+    )
     assert np.load(output).shape == (0, 64)
     assert pq.read_table(ids_path_for(output)).num_rows == 0
 
@@ -544,13 +559,40 @@ def test_missing_paper_and_unsorted_ids_are_reported(tmp_path: Path, tiny_bert_d
     spec = spec_for(tiny_bert_dir, "cls")
     write_parquet(pa.table({"paper_id": ["p0001", "p0002", "zz-missing"]}), ids_file)
     with pytest.raises(InputDataError, match="zz-missing"):
-        encode_shard(spec, papers_dir, ids_file, 0, 1, tmp_path / "a" / "shard-00000.npy")
+        encode_shard(
+            spec,
+            papers_dir,
+            ids_file,
+            0,
+            1,
+            tmp_path / "a" / "shard-00000.npy",
+            device="cpu",
+            memory_limit=MEMORY_LIMIT,
+        )
     write_parquet(pa.table({"paper_id": ["p0002", "p0001"]}), ids_file)
     with pytest.raises(InputDataError, match="sorted and unique"):
-        encode_shard(spec, papers_dir, ids_file, 0, 1, tmp_path / "b" / "shard-00000.npy")
+        encode_shard(
+            spec,
+            papers_dir,
+            ids_file,
+            0,
+            1,
+            tmp_path / "b" / "shard-00000.npy",
+            device="cpu",
+            memory_limit=MEMORY_LIMIT,
+        )
     # Parts whose names run against the id order: the scan order is no longer id order.
     (papers_dir / "part-00000.parquet").rename(papers_dir / "part-00002.parquet")
     write_parquet(pa.table({"paper_id": [p["paper_id"] for p in papers]}), ids_file)
     with pytest.raises(InputDataError, match="not sorted by paper_id"):
-        encode_shard(spec, papers_dir, ids_file, 0, 1, tmp_path / "c" / "shard-00000.npy")
+        encode_shard(
+            spec,
+            papers_dir,
+            ids_file,
+            0,
+            1,
+            tmp_path / "c" / "shard-00000.npy",
+            device="cpu",
+            memory_limit=MEMORY_LIMIT,
+        )
     assert IDS_SUFFIX == ".ids.parquet"

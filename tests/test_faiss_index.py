@@ -14,6 +14,7 @@ from embedding_store_builder import (
     write_store,
 )
 
+from citeval.config import schema_default
 from citeval.embeddings import EmbeddingStore
 from citeval.faiss_index import (
     IndexSpec,
@@ -26,6 +27,16 @@ from citeval.io import write_json
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
+# The config's faiss settings at their schema defaults; a test overrides what it exercises.
+FAISS = {
+    key: schema_default(f"faiss.{key}")
+    for key in ("ivf_nlist", "ivf_nprobe", "hnsw_m", "hnsw_ef_search")
+}
+
+
+def index_spec(kind: str, **overrides) -> IndexSpec:
+    return IndexSpec(kind=kind, **{**FAISS, **overrides})
+
 
 @pytest.mark.parametrize("similarity", ["ip", "l2", "cosine"])
 def test_flat_index_equals_brute_force(tmp_path: Path, similarity: str) -> None:
@@ -33,7 +44,7 @@ def test_flat_index_equals_brute_force(tmp_path: Path, similarity: str) -> None:
     stored = write_store(tmp_path / "emb", ids, random_vectors(300, 3) * 3, num_shards=3)
     store = EmbeddingStore(tmp_path / "emb")
     selection = store.locate(ids)
-    built = build_index(store, selection, similarity, IndexSpec(kind="flat"), progress=False)
+    built = build_index(store, selection, similarity, index_spec("flat"), progress=False)
     queries = random_vectors(37, 4) * 3
     if similarity == "cosine":
         queries /= np.linalg.norm(queries, axis=1, keepdims=True)
@@ -55,19 +66,19 @@ def test_ivf_and_hnsw_recall_report(tmp_path: Path) -> None:
         ivf_nlist_for(2000, 1024) == 179 and ivf_nlist_for(10, 4) == 4 and ivf_nlist_for(3, 8) == 3
     )
 
-    generous = IndexSpec(kind="ivf", ivf_nlist=16, ivf_nprobe=16, seed=1)
+    generous = index_spec("ivf", ivf_nlist=16, ivf_nprobe=16, seed=1)
     built = build_index(store, selection, "ip", generous, progress=False)
     report = recall_report(built, store, selection, queries, 10, sample=0, progress=False)
     assert report["params"]["nlist"] == 16 and report["n_queries"] == 40
     assert report["recall_mean"] == pytest.approx(1.0)  # every list probed: exact
 
-    stingy = IndexSpec(kind="ivf", ivf_nlist=64, ivf_nprobe=1, seed=1)
+    stingy = index_spec("ivf", ivf_nlist=64, ivf_nprobe=1, seed=1)
     built = build_index(store, selection, "l2", stingy, progress=False)
     report = recall_report(built, store, selection, queries, 10, sample=25, seed=3, progress=False)
     assert 0.0 <= report["recall_min"] <= report["recall_mean"] < 1.0
     assert report["n_queries"] == 25
 
-    hnsw = IndexSpec(kind="hnsw", hnsw_m=16, hnsw_ef_search=200)
+    hnsw = index_spec("hnsw", hnsw_m=16, hnsw_ef_search=200)
     built = build_index(store, selection, "cosine", hnsw, progress=False)
     report = recall_report(built, store, selection, queries, 10, sample=0, progress=False)
     assert 0.95 <= report["recall_mean"] <= 1.0
@@ -82,7 +93,7 @@ def test_ivf_build_is_deterministic(tmp_path: Path) -> None:
     store = EmbeddingStore(tmp_path / "emb")
     selection = store.locate(ids)
     queries = random_vectors(10, 8)
-    spec = IndexSpec(kind="ivf", ivf_nlist=32, ivf_nprobe=2, seed=11)
+    spec = index_spec("ivf", ivf_nlist=32, ivf_nprobe=2, seed=11)
     first = search(
         build_index(store, selection, "ip", spec, progress=False), queries, 5, progress=False
     )

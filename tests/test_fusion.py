@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from citeval import fusion
 from citeval.errors import ConfigError
+from citeval.fusion import cli as fusion
 from citeval.fusion import reciprocal_rank_fusion
 from citeval.trec import read_run, write_run
 
@@ -56,7 +56,7 @@ def test_rrf_rejects_bad_parameters() -> None:
     with pytest.raises(ConfigError):
         reciprocal_rank_fusion([{}], k=-1)
     with pytest.raises(ConfigError):
-        reciprocal_rank_fusion([{}], depth=0)
+        reciprocal_rank_fusion([{}], k=60, depth=0)
 
 
 def test_fusion_cli(tmp_path: Path) -> None:

@@ -14,9 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from citeval import cli, ingest
+from citeval.config import load_config
 from citeval.errors import InputDataError
-from citeval.ingest import decode, formats, main, memory, merge_staging, parse_shard
+from citeval.ingest import decode, formats, memory, merge_staging, parse_shard
+from citeval.ingest.cli import build_parser, main
 from citeval.ingest.ranges import pid_ranges, range_index, runs_by_range
+from citeval.stages import INGEST_MERGE, INGEST_PARSE
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO.parent / "shared" / "data" / "s2orc-sample" / "sample.jsonl"
@@ -48,6 +51,14 @@ def write_jsonl(path: Path, rows: list[Any], *, compress: bool = False) -> Path:
     return path
 
 
+# The merge's settings as the schema's defaults give them.
+MERGE_SETTINGS: dict[str, Any] = {
+    "on_duplicate": "error",
+    "rows_per_part": 1_000_000,
+    "memory_limit": "2GB",
+}
+
+
 def ingest_files(
     tmp_path: Path,
     files: list[tuple[str, Path]],
@@ -63,7 +74,7 @@ def ingest_files(
         parse_shard(path, fmt, out, max_bad_fraction=max_bad_fraction)
         staging.append(out)
     corpus = tmp_path / name
-    report = merge_staging(staging, corpus, **merge_args)
+    report = merge_staging(staging, corpus, **{**MERGE_SETTINGS, **merge_args})
     assert json.loads((corpus / "ingest_report.json").read_text()) == report
     return corpus, report
 
@@ -180,7 +191,7 @@ def test_truncated_gzip_names_the_file(tmp_path):
 def test_malformed_line_fails_with_file_and_line(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), '{"paper_id": "b", ', paper("c")])
     with pytest.raises(InputDataError) as info:
-        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.0)
     assert (info.value.path, info.value.line) == (str(path), 2)
     assert f"{path}:2" in str(info.value)
 
@@ -202,7 +213,7 @@ def test_invalid_utf8_is_located_or_skipped(tmp_path):
     lines = [json.dumps(paper("a")), json.dumps(paper("b", title="\udcff"), ensure_ascii=False)]
     path.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape") + b"\n")
     with pytest.raises(InputDataError, match="invalid_utf8") as info:
-        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.0)
     assert (info.value.path, info.value.line) == (str(path), 2)
     report = parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.5)
     assert report["skipped"]["invalid_utf8"]["count"] == 1
@@ -217,7 +228,7 @@ def test_invalid_utf8_in_a_citation_list_is_located(tmp_path):
         (json.dumps(paper("a")) + "\n" + bad + "\n").encode("utf-8", "surrogateescape")
     )
     with pytest.raises(InputDataError, match="invalid_utf8") as info:
-        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.0)
     assert info.value.line == 2
 
 
@@ -234,10 +245,10 @@ def test_whole_chunk_path_is_taken_and_stages_what_line_by_line_stages(tmp_path,
     monkeypatch.setattr(
         decode, "decode_whole_chunk", lambda *args: taken.append(whole(*args)) or taken[-1]
     )
-    fast_report = parse_shard(path, "s2orc_v2020", tmp_path / "fast")
+    fast_report = parse_shard(path, "s2orc_v2020", tmp_path / "fast", max_bad_fraction=0.0)
     assert len(taken) == 1 and len(taken[0]) == 30
     monkeypatch.setattr(decode, "decode_whole_chunk", lambda *args: None)
-    exact_report = parse_shard(path, "s2orc_v2020", tmp_path / "exact")
+    exact_report = parse_shard(path, "s2orc_v2020", tmp_path / "exact", max_bad_fraction=0.0)
     staged = pq.read_table(tmp_path / "fast" / "papers")
     assert staged.equals(pq.read_table(tmp_path / "exact" / "papers"))
     assert staged.column("outbound_citations")[3].as_py() is None
@@ -268,17 +279,17 @@ def test_blank_lines_are_counted_and_keep_line_numbers(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text(json.dumps(paper("a")) + "\n\n   \n" + json.dumps(paper("b", year="x")) + "\n")
     with pytest.raises(InputDataError) as info:
-        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.0)
     assert info.value.line == 4
     path.write_text(json.dumps(paper("a")) + "\n\n" + json.dumps(paper("b")) + "\n\n")
-    report = parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+    report = parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.0)
     assert (report["blank_lines"], report["records_read"], report["records_written"]) == (2, 2, 2)
 
 
 def test_missing_paper_id_names_the_field(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), {"title": "no id"}])
     with pytest.raises(InputDataError, match="missing_paper_id") as info:
-        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.0)
     assert (info.value.line, info.value.field) == (2, "paper_id")
 
 
@@ -299,7 +310,7 @@ def test_missing_paper_id_names_the_field(tmp_path):
 def test_wrong_types_name_the_field(tmp_path, override, field):
     path = write_jsonl(tmp_path / "p.jsonl", [paper("a"), paper("b", **override)])
     with pytest.raises(InputDataError) as info:
-        parse_shard(path, "s2orc_v2020", tmp_path / "staging")
+        parse_shard(path, "s2orc_v2020", tmp_path / "staging", max_bad_fraction=0.0)
     assert (info.value.path, info.value.line, info.value.field) == (str(path), 2, field)
 
 
@@ -339,15 +350,16 @@ def test_duplicates_across_staging_parts_keep_input_order(tmp_path, monkeypatch)
     staging = []
     for index, path in enumerate((one, two)):
         staging.append(tmp_path / "staging" / str(index))
-        parse_shard(path, "s2orc_v2020", staging[-1], rows_per_part=2)
+        parse_shard(path, "s2orc_v2020", staging[-1], rows_per_part=2, max_bad_fraction=0.0)
     assert len(list((staging[0] / "papers").glob("part-*.parquet"))) == 3
-    report = merge_staging(staging, tmp_path / "corpus", on_duplicate="keep_first")
+    keep_first = {**MERGE_SETTINGS, "on_duplicate": "keep_first"}
+    report = merge_staging(staging, tmp_path / "corpus", **keep_first)
     assert report["examples"]["duplicate_papers"] == [
         {"paper_id": "x", "locations": [f"{one}:2", f"{one}:5", f"{two}:1"]}
     ]
     assert papers_of(tmp_path / "corpus")["x"]["title"] == "first"
     with pytest.raises(InputDataError, match=f"again at {one}:2") as info:
-        merge_staging(staging[::-1], tmp_path / "reversed")  # shard order decides
+        merge_staging(staging[::-1], tmp_path / "reversed", **MERGE_SETTINGS)  # order decides
     assert (info.value.path, info.value.line) == (str(two), 1)
 
 
@@ -518,13 +530,13 @@ def test_parquet_missing_or_mistyped_column(tmp_path):
     rows = [paper("a")]
     path = write_v2020_parquet(tmp_path / "p.parquet", rows, drop="inbound_citations")
     with pytest.raises(InputDataError, match="lacks the column 'inbound_citations'") as info:
-        parse_shard(path, "parquet", tmp_path / "staging")
+        parse_shard(path, "parquet", tmp_path / "staging", max_bad_fraction=0.0)
     assert (info.value.path, info.value.field) == (str(path), "inbound_citations")
     table = pq.read_table(write_v2020_parquet(tmp_path / "q.parquet", rows))
     table = table.set_column(3, "year", pa.array(["2010"]))
     pq.write_table(table, tmp_path / "q.parquet")
     with pytest.raises(InputDataError, match="'year' has type string") as info:
-        parse_shard(tmp_path / "q.parquet", "parquet", tmp_path / "staging")
+        parse_shard(tmp_path / "q.parquet", "parquet", tmp_path / "staging", max_bad_fraction=0.0)
     assert info.value.field == "year"
 
 
@@ -532,7 +544,7 @@ def test_parquet_bad_rows_are_located(tmp_path):
     rows = [paper("a"), paper(None), paper("c", outbound_citations=["a", None])]
     path = write_v2020_parquet(tmp_path / "p.parquet", rows)
     with pytest.raises(InputDataError) as info:
-        parse_shard(path, "parquet", tmp_path / "staging")
+        parse_shard(path, "parquet", tmp_path / "staging", max_bad_fraction=0.0)
     assert (info.value.line, info.value.field) == (2, "paper_id")
     report = parse_shard(path, "parquet", tmp_path / "staging", max_bad_fraction=0.7)
     assert report["records_written"] == 1
@@ -613,7 +625,7 @@ def test_s2ag_three_kinds_end_to_end(tmp_path):
 def test_s2ag_bad_corpusid(tmp_path, row, field):
     path = write_jsonl(tmp_path / "c.jsonl", [{"citingcorpusid": 5, "citedcorpusid": 6}, row])
     with pytest.raises(InputDataError) as info:
-        parse_shard(path, "s2ag-citations", tmp_path / "staging")
+        parse_shard(path, "s2ag-citations", tmp_path / "staging", max_bad_fraction=0.0)
     assert (info.value.line, info.value.field) == (2, field)
 
 
@@ -623,7 +635,7 @@ def test_s2ag_null_cited_rows_are_counted_across_chunks(tmp_path, monkeypatch):
     ]
     path = write_jsonl(tmp_path / "c.jsonl", rows)
     monkeypatch.setattr("citeval.ingest.lines.CHUNK_BYTES", 200)  # a few lines per chunk
-    report = parse_shard(path, "s2ag-citations", tmp_path / "staging")
+    report = parse_shard(path, "s2ag-citations", tmp_path / "staging", max_bad_fraction=0.0)
     skipped = report["skipped"]["null_cited"]
     assert skipped["count"] == 20
     assert [e["line"] for e in skipped["examples"]] == [1, 4, 7, 10, 13]
@@ -636,14 +648,40 @@ def test_s2ag_null_cited_rows_are_counted_across_chunks(tmp_path, monkeypatch):
     ]
 
 
-@pytest.mark.parametrize("option", ["--threads", "--rows-per-part"])
-def test_merge_cli_rejects_a_count_below_one(tmp_path, capsys, option):
+def test_merge_cli_rejects_a_count_below_one(tmp_path, capsys):
+    argv = ["merge", "--staging", str(tmp_path), "--output-dir", str(tmp_path / "c")]
     with pytest.raises(SystemExit) as info:
-        ingest.main(
-            ["merge", "--staging", str(tmp_path), "--output-dir", str(tmp_path / "c"), option, "0"]
-        )
+        main([*argv, "--threads", "0"])
     assert info.value.code == 2
-    assert f"argument {option}: must be >= 1, got 0" in capsys.readouterr().err
+    assert "argument --threads: must be >= 1, got 0" in capsys.readouterr().err
+    assert main([*argv, "--rows-per-part", "0"]) == 2
+    assert "ingest.rows_per_part must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_cli_defaults_are_the_schemas_and_the_config_flags_parse():
+    wiring = {
+        "parse": ["parse", "--format", "s2orc_v2020", "--input", "i", "--output-dir", "o"],
+        "merge": ["merge", "--staging", "s1", "s2", "--output-dir", "o"],
+    }
+    defaults = build_parser().parse_args(wiring["merge"])
+    assert {key: getattr(defaults, key) for key in MERGE_SETTINGS} == MERGE_SETTINGS
+    assert build_parser().parse_args(wiring["parse"]).max_bad_fraction == 0.0
+    config = load_config(
+        {
+            "dataset": "t",
+            "seed": 1,
+            "corpus": {"format": "s2orc_v2020", "paths": ["s2orc-*.jsonl.gz"]},
+            "ingest": {"max_bad_fraction": 0.1, "on_duplicate": "keep_first"},
+        }
+    )
+    parse = build_parser().parse_args([*wiring["parse"], *INGEST_PARSE.argv(config)])
+    assert parse.max_bad_fraction == 0.1
+    merge = build_parser().parse_args([*wiring["merge"], *INGEST_MERGE.argv(config)])
+    assert (merge.on_duplicate, merge.rows_per_part, merge.memory_limit) == (
+        "keep_first",
+        1_000_000,
+        "2GB",
+    )
 
 
 def test_cli_reports_errors_in_one_line(tmp_path, capsys):
@@ -695,12 +733,12 @@ def test_cli_reports_errors_in_one_line(tmp_path, capsys):
 def test_merge_refuses_staging_of_another_format(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [paper("a")])
     staging = tmp_path / "staging"
-    parse_shard(path, "s2orc_v2020", staging)
+    parse_shard(path, "s2orc_v2020", staging, max_bad_fraction=0.0)
     report = json.loads((staging / "shard.json").read_text())
     del report["staging_version"]  # as written before the version existed
     (staging / "shard.json").write_text(json.dumps(report))
     with pytest.raises(InputDataError, match=r"staging format 1 .* parse this shard again"):
-        merge_staging([staging], tmp_path / "corpus")
+        merge_staging([staging], tmp_path / "corpus", **MERGE_SETTINGS)
     assert not (tmp_path / "corpus").exists()
 
 
@@ -717,7 +755,7 @@ def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, 
     rows = [paper(f"p{i:04d}", outbound_citations=[f"p{(i * 7) % 3000:04d}"]) for i in range(3000)]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     staging = tmp_path / "staging"
-    parse_shard(path, "s2orc_v2020", staging)
+    parse_shard(path, "s2orc_v2020", staging, max_bad_fraction=0.0)
     monkeypatch.setattr(cli, "DUCKDB_MIN_MEMORY", 2**20)  # lets DuckDB have 1 MiB
     argv = ["merge", "--staging", str(staging), "--output-dir", str(tmp_path / "corpus")]
     assert main([*argv, "--memory-limit", "1.4MB"]) == 2

@@ -20,6 +20,21 @@ from citeval.mdcr.negatives import (
     top_non_cited,
 )
 
+PAPER_SETTINGS = {
+    "positives": 5,
+    "negatives_per_type": 10,
+    "model_depth": 200,
+    "most_cited_depth": 200,
+    "max_candidate_year": "query_year",
+    "shortfall": "fill_from_random",
+}
+
+
+def settings_of(**values: object) -> Settings:
+    """The paper's construction settings, with ``values`` (seed, split, types) given."""
+    return Settings(**{**PAPER_SETTINGS, **values})
+
+
 # A hand-built citation graph around query q, which cites ca, cb, cc, cd.
 # N(c) = OC_c ∪ IC_c; q is in IC_c of every c it cites.
 CITED = frozenset({"ca", "cb", "cc", "cd"})
@@ -151,7 +166,7 @@ def synthetic_inputs(seed: int = 0, n_papers: int = 400) -> Inputs:
 @pytest.mark.parametrize("year_rule", ["query_year", None])
 def test_invariants(shortfall: str, year_rule: str | None) -> None:
     inputs = synthetic_inputs()
-    settings = Settings(
+    settings = settings_of(
         seed=5,
         split="test",
         model_types=("bm25", "minilm"),
@@ -201,7 +216,7 @@ def test_shortfall_is_counted_and_filled_or_kept() -> None:
     inputs = synthetic_inputs()
     inputs.most_cited = {"Art": inputs.most_cited["Art"][:3], "Biology": []}
     for rule in ("fill_from_random", "keep_fewer"):
-        settings = Settings(seed=1, split="test", model_types=(), shortfall=rule)
+        settings = settings_of(seed=1, split="test", model_types=(), shortfall=rule)
         benchmark, report = build_benchmark(inputs, settings)
         counts = report["fields"]["Biology"]["negatives"]["most_cited"]
         assert counts["queries_short"] == 4 and counts["missing"] == 40
@@ -220,18 +235,18 @@ def test_query_without_usable_positive_is_dropped() -> None:
     inputs = synthetic_inputs()
     query = inputs.queries["Art"][0]
     inputs.papers = {k: v for k, v in inputs.papers.items() if k not in inputs.cited[query]}
-    benchmark, report = build_benchmark(inputs, Settings(seed=1, split="test", model_types=()))
+    benchmark, report = build_benchmark(inputs, settings_of(seed=1, split="test", model_types=()))
     assert query not in benchmark["Art"]
     assert report["fields"]["Art"]["dropped_without_positives"] == [query]
     assert report["fields"]["Art"]["positives"]["missing"] == 5
 
 
 def test_same_seed_same_benchmark_other_seed_differs() -> None:
-    settings = Settings(seed=5, split="test", model_types=("bm25", "rrf"))
+    settings = settings_of(seed=5, split="test", model_types=("bm25", "rrf"))
     first = build_benchmark(synthetic_inputs(), settings)
     assert build_benchmark(synthetic_inputs(), settings) == first
     other = build_benchmark(
-        synthetic_inputs(), Settings(seed=6, split="test", model_types=("bm25", "rrf"))
+        synthetic_inputs(), settings_of(seed=6, split="test", model_types=("bm25", "rrf"))
     )
     assert other[0] != first[0]
     # The draws of one query do not depend on the other queries being there.
@@ -251,7 +266,7 @@ def test_each_query_and_type_has_its_own_stream() -> None:
         model: {**per_query, second: per_query[first]}
         for model, per_query in inputs.rankings.items()
     }
-    settings = Settings(seed=5, split="test", model_types=("bm25", "minilm"))
+    settings = settings_of(seed=5, split="test", model_types=("bm25", "minilm"))
     benchmark = build_benchmark(inputs, settings)[0]["Art"]
     assert benchmark[first]["true"] != benchmark[second]["true"]
     assert benchmark[first]["bm25"] != benchmark[second]["bm25"]
@@ -259,10 +274,12 @@ def test_each_query_and_type_has_its_own_stream() -> None:
 
 def test_settings_are_checked() -> None:
     with pytest.raises(ConfigError, match="clash"):
-        Settings(seed=1, split="test", model_types=("graph",))
+        settings_of(seed=1, split="test", model_types=("graph",))
     with pytest.raises(ConfigError, match="max_candidate_year"):
-        Settings(seed=1, split="test", model_types=(), max_candidate_year="2019")
+        settings_of(seed=1, split="test", model_types=(), max_candidate_year="2019")
     with pytest.raises(ConfigError, match="shortfall"):
-        Settings(seed=1, split="test", model_types=(), shortfall="other")
+        settings_of(seed=1, split="test", model_types=(), shortfall="other")
+    with pytest.raises(ConfigError, match="positives must be at least 1"):
+        settings_of(seed=1, split="test", model_types=(), positives=0)
     with pytest.raises(ConfigError, match="no rankings"):
-        build_benchmark(synthetic_inputs(), Settings(seed=1, split="test", model_types=("x",)))
+        build_benchmark(synthetic_inputs(), settings_of(seed=1, split="test", model_types=("x",)))

@@ -3,6 +3,7 @@ fusion module, the scores files through the command line, import mode and Tables
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
@@ -12,10 +13,11 @@ import numpy as np
 import pytest
 
 from citeval import lucene
+from citeval.config import load_config, schema_default
 from citeval.errors import InputDataError
 from citeval.fusion import reciprocal_rank_fusion
 from citeval.mdcr import score
-from citeval.mdcr.cli import main
+from citeval.mdcr.cli import build_parser, main
 from citeval.mdcr.evaluate import evaluate_benchmark, format_summary
 from citeval.mdcr.formats import (
     Paper,
@@ -26,6 +28,7 @@ from citeval.mdcr.formats import (
     write_data,
 )
 from citeval.mdcr.tables import read_rows_tsv
+from citeval.stages import MDCR_SCORE_BM25, MDCR_SCORE_DENSE, MDCR_SCORE_FUSION, MDCR_SCORE_RERANK
 
 BENCHMARK = {
     "Biology": {
@@ -92,8 +95,8 @@ def test_bm25_scores_equal_lucenes_own_searcher(bm25_index: Path, k1: float, b: 
 def test_bm25_scores_equal_the_searchers_hit_scores(bm25_index: Path) -> None:
     from citeval import impacts
 
-    scores = score.bm25_scores(BENCHMARK, PAPERS, bm25_index, 0.9, 0.4)
-    with impacts.open_searcher(bm25_index, 0.9, 0.4, "lucene") as searcher:
+    scores = score.bm25_scores(BENCHMARK, PAPERS, bm25_index, 0.9, 0.4, "impacts")
+    with impacts.open_searcher(bm25_index, k1=0.9, b=0.4, searcher="lucene") as searcher:
         text = "Protein folding kinetics We study folding of small proteins in water."
         hits = dict(searcher.search(text, searcher.num_docs))
     for candidate in score.query_candidates(BENCHMARK)["q1"]:
@@ -103,8 +106,8 @@ def test_bm25_scores_equal_the_searchers_hit_scores(bm25_index: Path) -> None:
 def test_score_bm25_builds_the_same_index_in_a_temporary_folder(
     bm25_index: Path, tmp_path: Path
 ) -> None:
-    scores = score.score_bm25(BENCHMARK, PAPERS, 0.9, 0.4, tmp_dir=tmp_path)
-    assert scores == score.bm25_scores(BENCHMARK, PAPERS, bm25_index, 0.9, 0.4)
+    scores = score.score_bm25(BENCHMARK, PAPERS, 0.9, 0.4, "impacts", tmp_dir=tmp_path)
+    assert scores == score.bm25_scores(BENCHMARK, PAPERS, bm25_index, 0.9, 0.4, "impacts")
     assert list(tmp_path.iterdir()) == []  # the index is deleted
 
 
@@ -207,6 +210,29 @@ def test_rrf_refuses_an_input_missing_a_pair() -> None:
 # --- command line, import mode, tables ---------------------------------------------------
 
 
+def test_every_kinds_settings_flags_parse() -> None:
+    """``mdcr score`` takes each kind's entry as the pipeline writes it from a config."""
+    corpus = {"format": "s2orc_v2020", "paths": ["s2orc-*.jsonl.gz"]}
+    config = load_config(
+        {"dataset": "t", "seed": 1, "corpus": corpus, "bm25": {"k1": 1.1, "searcher": "lucene"},
+         "encode": {"device": "cpu"}, "rerank": {"device": "cuda:1", "batch_size": 7}}
+    )  # fmt: skip
+    parser = build_parser()._subparsers._group_actions[0].choices["score"]
+    wiring = ["--benchmark", "b", "--data", "d", "--model", "m", "--output", "o"]
+
+    def parse(kind: str, argv: list[str]) -> argparse.Namespace:
+        return parser.parse_args([*wiring, "--kind", kind, *argv])
+
+    args = parse("bm25", MDCR_SCORE_BM25.argv(config))
+    assert (args.k1, args.b, args.searcher) == (1.1, config.bm25.b, "lucene")
+    assert parse("dense", MDCR_SCORE_DENSE.argv(config)).device == "cpu"
+    args = parse("cross-encoder", MDCR_SCORE_RERANK.argv(config))
+    assert (args.device, args.batch_size) == ("cuda:1", 7)
+    assert args.query_tokens == config.rerank.query_tokens
+    assert parse("rrf", MDCR_SCORE_FUSION.argv(config, k=30)).k == 30
+    assert parse("rrf", []).k == schema_default("fusion.*.k")
+
+
 def _write_import(tmp_path: Path) -> tuple[Path, Path]:
     """A hand-built benchmark and data file, as a downloaded MDCR would come."""
     benchmark, data = tmp_path / "mdcr_test.json", tmp_path / "mdcr_test_data.jsonl"
@@ -225,7 +251,13 @@ def test_import_mode_scores_and_evaluates_a_published_benchmark(
                  str(tmp_path / "bm25.json"), "--k1", "1.2", "--b", "0.75"]) == 0  # fmt: skip
     bm25_scores = read_scores(tmp_path / "bm25.json")
     # The scores file round-trips exactly: the same floats as scored in memory.
-    assert bm25_scores == score.bm25_scores(BENCHMARK, PAPERS, bm25_index, 1.2, 0.75)
+    assert bm25_scores == score.bm25_scores(BENCHMARK, PAPERS, bm25_index, 1.2, 0.75, "impacts")
+    # A tuning JSON's k1 and b take precedence over --k1 and --b.
+    (tmp_path / "tuned.json").write_text(json.dumps({"k1": 1.2, "b": 0.75}))
+    assert main([*common, "--model", "bm25", "--kind", "bm25", "--output",
+                 str(tmp_path / "tuned.json.scores"), "--k1", "0.5", "--b", "0.3",
+                 "--params-json", str(tmp_path / "tuned.json")]) == 0  # fmt: skip
+    assert read_scores(tmp_path / "tuned.json.scores") == bm25_scores
     # A second model's scores written by hand (BM25's reversed), then RRF of both.
     other = {key: -value for key, value in bm25_scores.items()}
     (tmp_path / "other.json").write_text(json.dumps(other))
@@ -250,8 +282,8 @@ def test_import_mode_scores_and_evaluates_a_published_benchmark(
         ]  # fmt: skip
     # Tables 3 and 4 from the two evaluations.
     evaluations = [f"bm25={tmp_path / 'bm25.tsv'}", f"rrf={tmp_path / 'rrf.tsv'}"]
-    assert main(["tables", "--evaluations", *evaluations,
-                 "--output-dir", str(tmp_path / "tables")]) == 0  # fmt: skip
+    assert main(["tables", "--evaluations", *evaluations, "--output-dir",
+                 str(tmp_path / "tables"), "--baseline", "none", "--seed", "1"]) == 0  # fmt: skip
     table3 = (tmp_path / "tables" / "table3_mdcr.tsv").read_text().splitlines()
     assert table3[0].split("\t") == [
         "model",
@@ -298,7 +330,8 @@ def test_tables_refuse_an_evaluation_missing_a_field(tmp_path: Path) -> None:
     write_rows_tsv(rows, tmp_path / "a.tsv")
     write_rows_tsv([r for r in rows if r.field != "Biology"], tmp_path / "b.tsv")
     code = main(["tables", "--evaluations", f"a={tmp_path / 'a.tsv'}",
-                 f"b={tmp_path / 'b.tsv'}", "--output-dir", str(tmp_path)])  # fmt: skip
+                 f"b={tmp_path / 'b.tsv'}", "--output-dir", str(tmp_path),
+                 "--seed", "1"])  # fmt: skip
     assert code == 2
     assert math.isfinite(rows[0].values["map"])
 

@@ -11,12 +11,12 @@ import pytest
 from citeval.errors import InputDataError
 from citeval.metrics import (
     evaluate,
-    main,
     mean_over_queries,
     measures_for,
     parse_measure,
     read_per_query_tsv,
 )
+from citeval.metrics.cli import main
 from citeval.trec import read_run, write_qrels, write_run
 
 ALL = measures_for([1, 2, 5])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from citeval.collections import read_collections, tuning_collections
+from citeval.collection_list import read_collections, tuning_collections
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

@@ -5,9 +5,11 @@ import math
 
 import pytest
 
-from citeval.collections import CollectionInfo, read_collections, write_collections
+from citeval.collection_list import CollectionInfo, read_collections, write_collections
+from citeval.config import load_config
 from citeval.metrics import write_per_query_tsv
-from citeval.report import main
+from citeval.report.cli import build_parser, main
+from citeval.stages import REPORT
 
 MEASURES = ["map", "ndcg", "recall_30"]
 
@@ -53,11 +55,13 @@ def results(tmp_path):
 
 
 def run_report(results):
+    # The R@k columns use the first of --cutoffs.
     config = {"dataset": "t", "seed": 1}
     status = main(
         ["--results", str(results), "--setups", "dataset", "field", "--models", "bm25",
-         "dense", "--fields", "Art", "Biology", "--cutoff", "30", "--config-json",
-         json.dumps(config), "--output-dir", str(results / "tables")]
+         "dense", "--fields", "Art", "Biology", "--cutoffs", "30", "10", "--config-json",
+         json.dumps(config), "--output-dir", str(results / "tables"), "--baseline", "none",
+         "--seed", "1"]
     )  # fmt: skip
     assert status == 0
     return results / "tables"
@@ -66,6 +70,23 @@ def run_report(results):
 def read_tsv(path):
     header, *rows = (line.split("\t") for line in path.read_text().splitlines())
     return header, {row[0]: [float(v) for v in row[1:]] for row in rows}
+
+
+@pytest.mark.parametrize("report", [{}, {"baseline": None, "significance": {"alpha": 0.01}}])
+def test_the_configs_flags_parse(report):
+    corpus = {"format": "s2orc_v2020", "paths": ["s2orc-*.jsonl.gz"]}
+    config = load_config({"dataset": "t", "seed": 3, "corpus": corpus, "report": report})
+    wiring = ["--results", "r", "--setups", "field", "--models", "bm25", "--config-json", "{}"]
+    args = build_parser().parse_args([*wiring, "--output-dir", "o", *REPORT.argv(config)])
+    assert args.models == ["bm25"]  # the table rows (wiring), not a config key
+    assert args.fields == config.sampling.field_level.fields
+    assert args.cutoffs == config.metrics.cutoffs
+    assert (args.baseline, args.permutations, args.alpha, args.seed) == (
+        config.report.baseline,
+        config.report.significance.permutations,
+        config.report.significance.alpha,
+        3,
+    )
 
 
 def test_table1_means_over_repetitions_and_labels_capped_pools(results):
@@ -114,7 +135,7 @@ def test_a_field_without_queries_is_a_dash_left_out_of_the_average(results):
     status = main(
         ["--results", str(results), "--setups", "field", "--models", "bm25", "dense",
          "--fields", "Art", "Biology", "History", "--config-json", "{}", "--output-dir",
-         str(results / "tables"), "--baseline", "bm25"]
+         str(results / "tables"), "--baseline", "bm25", "--seed", "1"]
     )  # fmt: skip
     assert status == 0
     tables = results / "tables"
@@ -134,7 +155,7 @@ def test_missing_metrics_file_is_a_clear_error(results, capsys):
     status = main(
         ["--results", str(results), "--setups", "field", "--models", "bm25", "dense",
          "--fields", "Art", "Biology", "--config-json", "{}", "--output-dir",
-         str(results / "tables")]
+         str(results / "tables"), "--baseline", "none", "--seed", "1"]
     )  # fmt: skip
     assert status == 2
     assert "dense.tsv" in capsys.readouterr().err
@@ -279,7 +300,8 @@ def test_misaligned_queries_are_an_error(varied, capsys):
     path.write_text("".join(line for line in lines if not line.startswith("q03\t")))
     status = main(
         ["--results", str(varied), "--setups", "dataset", "--models", "bm25", "same",
-         "--config-json", "{}", "--output-dir", str(varied / "tables"), "--baseline", "bm25"]
+         "--config-json", "{}", "--output-dir", str(varied / "tables"), "--baseline", "bm25",
+         "--seed", "1"]
     )  # fmt: skip
     assert status == 2
     assert "pool-100.rep1: model 'same' and baseline 'bm25' have different queries" in (

@@ -58,7 +58,9 @@ def test_cross_encoder_scores_every_pair_and_round_trips_through_evaluate(
     scores = read_scores(output)
     assert set(scores) == {score_key(q, c) for q, c in iter_pairs(BENCHMARK)}
     # The same p(relevant) as the reranker gives each pair.
-    reranker = Reranker(str(tmp_path / "ce"), query_tokens=32, candidate_tokens=32, device="cpu")
+    reranker = Reranker(
+        str(tmp_path / "ce"), query_tokens=32, candidate_tokens=32, batch_size=32, device="cpu"
+    )
     keys = sorted(scores)
     pairs = [key.split("_") for key in keys]
     expected = reranker.score(

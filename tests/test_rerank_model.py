@@ -15,7 +15,9 @@ from citeval.rerank.model import Reranker, load_cross_encoder
 @pytest.fixture(scope="module")
 def small(tiny_bert_dir: Path) -> Reranker:
     torch.manual_seed(0)
-    return Reranker(str(tiny_bert_dir), query_tokens=8, candidate_tokens=8, device="cpu")
+    return Reranker(
+        str(tiny_bert_dir), query_tokens=8, candidate_tokens=8, batch_size=32, device="cpu"
+    )
 
 
 def _sides(reranker: Reranker, query: str, candidate: str) -> tuple[list[int], list[int]]:
@@ -59,7 +61,9 @@ def test_a_cut_inside_a_word_keeps_exactly_the_budget(small: Reranker) -> None:
 
 
 def test_the_paper_budgets_keep_both_sides_of_long_papers(tiny_bert_dir: Path) -> None:
-    reranker = Reranker(str(tiny_bert_dir), device="cpu")  # 256 + 256
+    reranker = Reranker(
+        str(tiny_bert_dir), query_tokens=256, candidate_tokens=256, batch_size=32, device="cpu"
+    )
     title, abstract = "graph neural networks", "message passing " * 400
     query, candidate = _sides(
         reranker, reranker.text(title, abstract), reranker.text("cell science", "cells " * 400)
@@ -93,6 +97,8 @@ def test_a_saved_model_loads_back_with_the_same_scores(
     small: Reranker, tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
     small.model.save(str(tmp_path / "ce"))
-    loaded = Reranker(str(tmp_path / "ce"), query_tokens=8, candidate_tokens=8, device="cpu")
+    loaded = Reranker(
+        str(tmp_path / "ce"), query_tokens=8, candidate_tokens=8, batch_size=32, device="cpu"
+    )
     pairs = (["cell graph", "the model"], ["graph", "protein model"])
     np.testing.assert_allclose(loaded.score(*pairs), small.score(*pairs), rtol=1e-6)

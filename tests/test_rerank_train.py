@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from rerank_builder import write_papers, write_qrels, write_ranked_run
 
-from citeval.errors import InputDataError
-from citeval.rerank.cli import main
+from citeval import stages
+from citeval.config import load_config_file
+from citeval.errors import CitevalError, InputDataError
+from citeval.rerank.cli import build_parser, main
 from citeval.rerank.model import Reranker
 from citeval.rerank.train import (
     FINAL_DIR,
@@ -20,8 +22,11 @@ from citeval.rerank.train import (
     TrainSettings,
     build_pairs,
     load_training_data,
+    total_steps,
     train,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # A separable toy task: cited candidates are about citations, the others about physics.
 QUERIES = {f"q{i}": (f"query {i} paper", "we study a new method") for i in range(6)}
@@ -53,10 +58,15 @@ def inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
 def _settings(tiny_bert_dir: Path, **changes) -> TrainSettings:
     values = dict(
         base_model=str(tiny_bert_dir),
-        lr=2e-3,
+        base_layers=None,
+        top=10,
+        learning_rate=2e-3,
+        weight_decay=0.01,
         warmup_steps=2,
         batch_size=16,
         epochs=1,
+        max_steps=-1,
+        seed=13,
         query_tokens=12,
         candidate_tokens=12,
         dropout=0.1,
@@ -90,7 +100,7 @@ def test_training_learns_a_separable_toy_task(
     run, qrels, papers = inputs
     pairs, texts = load_training_data([run], [qrels], papers, top=10)
     assert len(pairs) == 48 and sum(p.label for p in pairs) == 12  # not rebalanced
-    settings = _settings(tiny_bert_dir, lr=1e-2, epochs=8)
+    settings = _settings(tiny_bert_dir, learning_rate=1e-2, epochs=8)
     record = train(pairs, texts, settings, tmp_path / "out", device="cpu", logging_steps=3)
     losses = [row["loss"] for row in record["losses"]]
     assert record["steps"] == 24 and len(losses) == 8
@@ -106,13 +116,13 @@ def test_training_learns_a_separable_toy_task(
     import torch
 
     torch.manual_seed(settings.seed)
-    before = accuracy(Reranker(str(tiny_bert_dir), query_tokens=12, candidate_tokens=12))
-    after = accuracy(Reranker(str(tmp_path / "out" / FINAL_DIR), query_tokens=12,
-                              candidate_tokens=12))  # fmt: skip
+    budgets = dict(query_tokens=12, candidate_tokens=12, batch_size=32, device="cpu")
+    before = accuracy(Reranker(str(tiny_bert_dir), **budgets))
+    after = accuracy(Reranker(str(tmp_path / "out" / FINAL_DIR), **budgets))
     assert after == 1.0 and after > before
     saved = json.loads((tmp_path / "out" / FINAL_DIR / TRAINING_JSON).read_text())
     assert saved["pairs"] == 48 and saved["positives"] == 12 and saved["steps"] == 24
-    assert saved["settings"]["lr"] == 1e-2 and saved["seconds"] > 0
+    assert saved["settings"]["learning_rate"] == 1e-2 and saved["seconds"] > 0
 
 
 def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
@@ -126,7 +136,9 @@ def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
     first, second = _weights(tmp_path / "a" / FINAL_DIR), _weights(tmp_path / "b" / FINAL_DIR)
     assert first.keys() == second.keys()
     assert all(np.array_equal(first[key], second[key]) for key in first)
-    other = train(pairs, texts, _settings(tiny_bert_dir, max_steps=3, seed=99), tmp_path / "c")
+    other = train(
+        pairs, texts, _settings(tiny_bert_dir, max_steps=3, seed=99), tmp_path / "c", device="cpu"
+    )
     assert not np.array_equal(
         _weights(tmp_path / "c" / FINAL_DIR)["classifier.weight"], first["classifier.weight"]
     )
@@ -136,7 +148,7 @@ def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
     with caplog.at_level(logging.INFO):
         assert train(pairs, texts, settings, tmp_path / "a", device="cpu") == {}
         argv = ["train", "--run", str(run), "--qrels", str(qrels), "--papers", str(papers),
-                "--base-model", str(tiny_bert_dir),
+                "--base-model", str(tiny_bert_dir), "--seed", "13",
                 "--output-dir", str(tmp_path / "a")]  # fmt: skip
         assert main(argv) == 0
     assert "nothing to do" in caplog.text
@@ -208,7 +220,8 @@ def test_base_layers_keeps_the_first_layers_and_the_model_reloads_with_them(
 
     run, qrels, papers = inputs
     pairs, texts = load_training_data([run], [qrels], papers, top=10)
-    train(pairs, texts, _settings(tiny_bert_dir, max_steps=2, base_layers=1), tmp_path / "one")
+    settings = _settings(tiny_bert_dir, max_steps=2, base_layers=1)
+    train(pairs, texts, settings, tmp_path / "one", device="cpu")
     model_dir = tmp_path / "one" / FINAL_DIR
     config = json.loads((model_dir / "config.json").read_text())
     assert config["num_hidden_layers"] == 1
@@ -217,5 +230,38 @@ def test_base_layers_keeps_the_first_layers_and_the_model_reloads_with_them(
     weights = _weights(model_dir)
     assert any(".layer.0." in key for key in weights)
     assert not any(".layer.1." in key for key in weights)
-    reranker = Reranker(str(model_dir), query_tokens=12, candidate_tokens=12, device="cpu")
+    reranker = Reranker(
+        str(model_dir), query_tokens=12, candidate_tokens=12, batch_size=32, device="cpu"
+    )
     assert reranker.model.model.config.num_hidden_layers == 1
+
+
+def test_max_steps_minus_one_lets_the_epochs_decide(tiny_bert_dir: Path) -> None:
+    assert total_steps(40, _settings(tiny_bert_dir, epochs=3)) == (3, 9)
+    assert total_steps(40, _settings(tiny_bert_dir, epochs=3, max_steps=5)) == (3, 5)
+    with pytest.raises(CitevalError, match="max_steps must be -1"):
+        _settings(tiny_bert_dir, max_steps=0)
+
+
+@pytest.mark.parametrize("config_file", ["config.yaml", "acm-cr.yaml"])
+def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) -> None:
+    config = load_config_file(ROOT / "config" / config_file)
+    train_argv = ["train", "--run", "r.trec", "--qrels", "q.qrels", "--papers", "p",
+                  "--output-dir", "out", "--threads", "2",
+                  *stages.RERANK_TRAIN.argv(config)]  # fmt: skip
+    args = build_parser().parse_args(train_argv)
+    assert args.base_model == config.rerank.model
+    assert args.base_layers == config.rerank.base_layers
+    assert args.learning_rate == config.rerank.train.learning_rate
+    assert args.max_steps == config.rerank.train.max_steps
+    assert args.seed == config.seed
+    rerank_argv = ["rerank", "--model", "m", "--papers", "p", "--run", "r.trec", "--ks", "5",
+                   "--outputs", "a.trec", "--timing", "t.json", "--tag-prefix", "bm25>ce@",
+                   "--threads", "2", *stages.RERANK.argv(config)]  # fmt: skip
+    args = build_parser().parse_args(rerank_argv)
+    assert (args.query_tokens, args.candidate_tokens, args.batch_size, args.device) == (
+        config.rerank.query_tokens,
+        config.rerank.candidate_tokens,
+        config.rerank.batch_size,
+        config.rerank.device,
+    )

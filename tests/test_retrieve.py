@@ -15,7 +15,7 @@ from embedding_store_builder import (
     write_store,
 )
 
-from citeval import retrieve
+from citeval.retrieve import cli as retrieve
 from citeval.trec import read_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -7,13 +7,22 @@ import pyarrow.parquet as pq
 import pytest
 from corpus_builder import write_corpus
 
-from citeval.collections import field_slug, field_slugs, planned_collections, read_collections
+from citeval.collection_list import field_slug, field_slugs, planned_collections, read_collections
+from citeval.config import load_config
 from citeval.errors import ConfigError
 from citeval.filter import PrefilterRules, prefilter
-from citeval.sample import main
+from citeval.sample.cli import build_parser, main
+from citeval.stages import SAMPLE_DATASET, SAMPLE_FIELD, SAMPLE_TRAIN
 from citeval.trec import read_qrels
 
 FIELDS = ["Biology", "Computer Science", "Art"]
+PAPER_RULES = PrefilterRules(
+    require_year=True,
+    require_title=True,
+    min_abstract_chars=30,
+    min_citations=3,
+    citation_direction="cited_by",
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +47,11 @@ def corpus(tmp_path_factory):
     citations += [(f"z{i}", p["paper_id"]) for i in range(3) for p in papers[:600]]
     write_corpus(root / "corpus", papers, citations)
     prefilter(
-        root / "corpus" / "papers", root / "filtered.parquet", root / "f.json", PrefilterRules()
+        root / "corpus" / "papers",
+        root / "filtered.parquet",
+        root / "f.json",
+        PAPER_RULES,
+        memory_limit="1GB",
     )
     return root
 
@@ -146,7 +159,8 @@ def test_dataset_level_protocol(corpus, tmp_path):
 
 
 def test_same_seed_same_bytes_and_other_seed_differs(corpus, tmp_path):
-    args = ("--num-queries", "10", "--pool-sizes", "200", "--repetitions", "2")
+    args = ("--num-queries", "10", "--num-valid-queries", "0", "--pool-sizes", "200")
+    args += ("--repetitions", "2")
     run_sample(corpus, tmp_path / "a", *args)
     run_sample(corpus, tmp_path / "b", *args)
     for name in (
@@ -180,6 +194,8 @@ def test_excluded_ids_are_never_queries(corpus, tmp_path):
         tmp_path / "a",
         "--num-queries",
         "1000",
+        "--num-valid-queries",
+        "0",
         "--pool-sizes",
         "200",
         "--on-too-small",
@@ -196,6 +212,8 @@ def test_excluded_ids_are_never_queries(corpus, tmp_path):
         tmp_path / "b",
         "--num-queries",
         "1000",
+        "--num-valid-queries",
+        "0",
         "--pool-sizes",
         "200",
         "--on-too-small",
@@ -214,7 +232,8 @@ def test_excluded_ids_are_never_queries(corpus, tmp_path):
 
 
 def test_too_small_fails_or_caps(corpus, tmp_path, capsys):
-    args = ("--num-queries", "5", "--pool-sizes", "100000", "--repetitions", "1")
+    args = ("--num-queries", "5", "--num-valid-queries", "0", "--pool-sizes", "100000")
+    args += ("--repetitions", "1")
     assert run_sample(corpus, tmp_path / "a", *args, "--on-too-small", "fail") == 2
     assert "requested 100000, but only" in capsys.readouterr().err
     assert run_sample(corpus, tmp_path / "b", *args, "--on-too-small", "cap") == 0
@@ -307,6 +326,8 @@ def test_unknown_field_fails_with_clear_message(corpus, tmp_path, capsys, policy
         tmp_path,
         "--num-queries",
         "4",
+        "--num-valid-queries",
+        "0",
         "--pool-size",
         "50",
         "--fields",
@@ -398,7 +419,7 @@ def test_field_level_queries_belong_to_one_field(tmp_path):
     write_corpus(tmp_path / "corpus", papers, citations)
     prefilter(
         tmp_path / "corpus" / "papers", tmp_path / "filtered.parquet", tmp_path / "f.json",
-        PrefilterRules(),
+        PAPER_RULES, memory_limit="1GB",
     )  # fmt: skip
     args = ("--num-queries", "4", "--num-valid-queries", "2", "--pool-size", "30")
     assert run_sample(tmp_path, tmp_path / "out", *args, "--fields", "Art", "Biology",
@@ -414,3 +435,43 @@ def test_field_level_queries_belong_to_one_field(tmp_path):
         assert per_field == (
             {"art": 4, "biology": 4} if split == "test" else {"art": 2, "biology": 2}
         )
+
+
+def test_exclude_query_ids_none_is_no_list(corpus, tmp_path):
+    args = ("--num-queries", "5", "--num-valid-queries", "0", "--pool-sizes", "200")
+    assert run_sample(corpus, tmp_path, *args, "--exclude-query-ids", "none") == 0
+    report = json.loads((tmp_path / "dataset-report.json").read_text())
+    assert report["excluded_query_ids"] == 0
+
+
+def test_training_query_year_defaults_from_the_schema(corpus, tmp_path):
+    args = ("--pool-size", "300", "--num-queries", "5", "--years-before", "3")
+    assert run_sample(corpus, tmp_path, *args, setup="train") == 0
+    report = json.loads((tmp_path / "train-report.json").read_text())
+    assert report["query_years"] == [2016, 2018]  # sampling.query_year: 2019
+
+
+@pytest.mark.parametrize(
+    ("setup", "settings"),
+    [("dataset", SAMPLE_DATASET), ("field", SAMPLE_FIELD), ("train", SAMPLE_TRAIN)],
+)
+def test_the_configs_flags_parse(setup, settings):
+    config = load_config(
+        {
+            "dataset": "t",
+            "seed": 4,
+            "corpus": {"format": "s2orc_v2020", "paths": ["s2orc-*.jsonl.gz"]},
+            "sampling": {"query_year": 2018, "exclude_query_ids": None},
+        }
+    )
+    wiring = ["--filtered", "f", "--corpus", "c", "--output-dir", "o"]
+    args = build_parser().parse_args([setup, *wiring, *settings.argv(config)])
+    assert (args.seed, args.query_year, args.exclude_query_ids) == (4, 2018, None)
+    if setup == "field":
+        assert args.fields == config.sampling.field_level.fields
+        assert args.num_queries == config.sampling.field_level.queries_per_field
+    elif setup == "dataset":
+        assert args.pool_sizes == config.sampling.dataset_level.pool_sizes
+        assert args.num_valid_queries == config.sampling.validation.num_queries
+    else:
+        assert args.years_before == config.rerank.train.years_before

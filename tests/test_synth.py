@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 from citeval import synth
+from citeval.config import load_config
 from citeval.errors import ConfigError
+from citeval.stages import SYNTH
+from citeval.synth.cli import build_parser, main
 
 N_PAPERS = 2000
 SEED = 7
@@ -357,11 +360,31 @@ def test_cli_writes_shards_and_reports_errors(
 ) -> None:
     pattern = str(tmp_path / "demo" / "s2orc-{shard}.jsonl.gz")
     argv = ["--num-papers", "300", "--num-shards", "2", "--seed", "3", "--no-progress"]
-    assert synth.main([*argv, "--output-pattern", pattern]) == 0
+    assert main([*argv, "--output-pattern", pattern]) == 0
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
         "s2orc-00000.jsonl.gz",
         "s2orc-00001.jsonl.gz",
     ]
     bad = [*argv, "--first-year", "2030", "--output-pattern", pattern]
-    assert synth.main(bad) == 2
+    assert main(bad) == 2
     assert "first_year" in capsys.readouterr().err
+
+
+def test_cli_takes_the_configs_flags_and_needs_a_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    config = load_config(
+        {
+            "dataset": "t",
+            "seed": 5,
+            "corpus": {
+                "format": "s2orc_v2020",
+                "paths": ["s2orc-{shard}.jsonl.gz"],
+                "synthetic": {"num_papers": 500, "num_shards": 3},
+            },
+        }
+    )
+    args = build_parser().parse_args([*SYNTH.argv(config), "--output-pattern", "x-{shard}"])
+    assert (args.num_papers, args.num_shards, args.seed) == (500, 3, 5)
+    assert (args.first_year, args.last_year) == (1990, 2019)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--output-pattern", "x-{shard}"])
+    assert "--seed" in capsys.readouterr().err

@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from rerank_builder import write_papers
 
+from citeval import stages
+from citeval.config import load_config_file, schema_default
 from citeval.errors import ConfigError, InputDataError
 from citeval.models import ModelSpec, load_encoder
 from citeval.train import cli
@@ -24,6 +26,36 @@ from citeval.train.triplets import (
     sample_specter,
     write_triplets,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _schema_defaults(section: str, *names: str) -> dict:
+    return {name: schema_default(f"{section}.{name}") for name in names}
+
+
+def triplet_settings(**values) -> TripletSettings:
+    """The schema's defaults (seed 13) but for ``values``."""
+    defaults = {
+        **_schema_defaults("train.triplets", "num_queries", "per_query", "hard_negatives"),
+        **_schema_defaults("train.triplets.scincl", "k_positive", "k_hard"),
+    }
+    return TripletSettings(**{**defaults, "seed": 13, **values})
+
+
+def embedding_settings(**values) -> GraphEmbeddingSettings:
+    """The schema's defaults (seed 13) but for ``values``."""
+    defaults = _schema_defaults("train.graph_embedding", "dim", "iterations", "alpha")
+    return GraphEmbeddingSettings(**{**defaults, "seed": 13, **values})
+
+
+def fit_settings(**values) -> FitSettings:
+    """The schema's defaults (seed 13) but for ``values``."""
+    defaults = _schema_defaults(
+        "train.fit", "epochs", "batch_size", "gradient_accumulation", "learning_rate",
+        "weight_decay", "warmup_steps", "margin", "max_steps",
+    )  # fmt: skip
+    return FitSettings(**{**defaults, "seed": 13, **values})
 
 
 def write_citations(directory: Path, edges: list[tuple[str, str]]) -> Path:
@@ -51,7 +83,8 @@ def write_queries(directory: Path, ids: list[str]) -> Path:
 
 def graph_of(tmp_path: Path, edges: list[tuple[str, str]], held_out=None) -> Path:
     citations = write_citations(tmp_path / "citations", edges)
-    build_training_graph(citations, held_out or {}, tmp_path / "graph")
+    build_training_graph(citations, held_out or {}, tmp_path / "graph",
+                         memory_limit=schema_default("ingest.memory_limit"))  # fmt: skip
     return tmp_path / "graph"
 
 
@@ -105,7 +138,7 @@ def test_specter_triplets_follow_the_definition(tmp_path: Path) -> None:
     eligible = read_eligible(
         write_filtered(tmp_path / "f.parquet", ["q", "a", "b", "c", "e"]), graph
     )
-    settings = TripletSettings(num_queries=10, per_query=2, hard_negatives=1, seed=3)
+    settings = triplet_settings(num_queries=10, per_query=2, hard_negatives=1, seed=3)
     triplets = sample_specter(graph, eligible, settings)
     rows = list(
         zip(triplets.query, triplets.positive, triplets.negative, triplets.kind, strict=True)
@@ -130,7 +163,7 @@ def test_specter_triplets_follow_the_definition(tmp_path: Path) -> None:
 def test_specter_is_deterministic_for_a_seed(tmp_path: Path) -> None:
     graph_dir = graph_of(tmp_path, [*SPECTER_EDGES, ("e", "c"), ("c", "b"), ("e", "b")])
     filtered = write_filtered(tmp_path / "f.parquet", ["q", "a", "b", "c", "e"])
-    settings = TripletSettings(num_queries=3, per_query=2, hard_negatives=1, seed=5)
+    settings = triplet_settings(num_queries=3, per_query=2, hard_negatives=1, seed=5)
     write_triplets("specter", graph_dir, filtered, settings, tmp_path / "one")
     write_triplets("specter", graph_dir, filtered, settings, tmp_path / "two")
     first = (tmp_path / "one" / "triplets.parquet").read_bytes()
@@ -159,7 +192,7 @@ def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path) -> 
     angles = 0.05 * np.arange(n) ** 1.5
     embedding = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
     eligible = np.arange(n)
-    settings = TripletSettings(
+    settings = triplet_settings(
         num_queries=n, per_query=2, hard_negatives=1, k_positive=3, k_hard=6, seed=1
     )
     triplets = sample_scincl(graph, eligible, embedding, settings)
@@ -185,7 +218,7 @@ def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path) -> 
 
 def test_scincl_refuses_bands_deeper_than_the_corpus(tmp_path: Path) -> None:
     graph = ring_graph(tmp_path, 5)
-    settings = TripletSettings(
+    settings = triplet_settings(
         num_queries=2, per_query=1, hard_negatives=1, k_positive=2, k_hard=10
     )
     with pytest.raises(ConfigError, match="k_hard=10"):
@@ -194,14 +227,14 @@ def test_scincl_refuses_bands_deeper_than_the_corpus(tmp_path: Path) -> None:
 
 def test_bad_triplet_settings_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="overlap"):
-        TripletSettings(per_query=5, hard_negatives=2, k_positive=25, k_hard=26).check("scincl")
+        triplet_settings(per_query=5, hard_negatives=2, k_positive=25, k_hard=26).check("scincl")
     with pytest.raises(ConfigError, match="sampler"):
-        TripletSettings().check("graph")
+        triplet_settings().check("graph")
 
 
 def test_graph_embedding_is_seeded(tmp_path: Path) -> None:
     graph_dir = graph_of(tmp_path, [*SPECTER_EDGES, ("e", "c"), ("c", "b")])
-    settings = GraphEmbeddingSettings(dim=4, iterations=2, seed=7)
+    settings = embedding_settings(dim=4, iterations=2, seed=7)
     embed_graph(graph_dir, settings, tmp_path / "one")
     embed_graph(graph_dir, settings, tmp_path / "two")
     first = load_embedding(tmp_path / "one")
@@ -256,7 +289,7 @@ def test_training_lowers_the_triplet_loss_and_reloads_through_the_registry(
 
     triplets, papers = triplet_inputs(tmp_path)
     spec = tiny_spec(tiny_bert_dir)
-    settings = FitSettings(
+    settings = fit_settings(
         epochs=8, batch_size=4, gradient_accumulation=1, learning_rate=5e-3, seed=2
     )
 
@@ -285,7 +318,8 @@ def test_training_lowers_the_triplet_loss_and_reloads_through_the_registry(
     titles = ["protein cell gene", "market economic policy"]
     abstracts = ["we report protein results", "a study of markets"]
     encoder = load_encoder(
-        ModelSpec(name="trained", path=str(model_dir), pooling="cls", max_length=32), "cpu"
+        ModelSpec(name="trained", path=str(model_dir), pooling="cls", max_length=32),
+        device="cpu",
     )
     from citeval.models import build_text
 
@@ -306,7 +340,7 @@ def test_training_lowers_the_triplet_loss_and_reloads_through_the_registry(
 def test_training_is_byte_identical_for_a_seed(tmp_path: Path, tiny_bert_dir: Path) -> None:
     triplets, papers = triplet_inputs(tmp_path)
     spec = tiny_spec(tiny_bert_dir)
-    settings = FitSettings(
+    settings = fit_settings(
         epochs=1, batch_size=4, gradient_accumulation=1, learning_rate=1e-3, seed=4
     )
     one = train_encoder(triplets, papers, spec, settings, tmp_path / "one", device="cpu")
@@ -328,7 +362,42 @@ def test_fit_reports_a_paper_missing_from_the_corpus(tmp_path: Path, tiny_bert_d
             triplets,
             papers,
             tiny_spec(tiny_bert_dir),
-            FitSettings(),
+            fit_settings(),
             tmp_path / "out",
             device="cpu",
         )
+
+
+def test_fit_max_steps_is_minus_one_or_a_step_count() -> None:
+    assert fit_settings(max_steps=-1).max_steps == -1  # the epochs decide
+    assert fit_settings(max_steps=3).max_steps == 3
+    with pytest.raises(ConfigError, match="max_steps must be -1"):
+        fit_settings(max_steps=0)
+
+
+@pytest.mark.parametrize("config_file", ["config.yaml", "acm-cr.yaml"])
+def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) -> None:
+    config = load_config_file(ROOT / "config" / config_file)
+    parser = cli.build_parser()
+    commands = [
+        (["graph", "--citations", "c", "--output-dir", "o", "--threads", "2"],
+         stages.TRAIN_GRAPH),
+        (["embed-graph", "--graph", "g"], stages.TRAIN_EMBED_GRAPH),
+        (["triplets", "--sampler", "scincl", "--graph", "g", "--filtered", "f",
+          "--output-dir", "o"], stages.TRAIN_TRIPLETS),
+        (["fit", "--triplets", "t", "--papers", "p", "--name", "n", "--model-json", "{}",
+          "--output-dir", "o", "--threads", "2"], stages.TRAIN_FIT),
+    ]  # fmt: skip
+    for wiring, settings in commands:
+        args = parser.parse_args([*wiring, *settings.argv(config)])
+        parsed = settings.values(args)
+        for key, value in parsed.items():
+            node = config
+            for part in key.split("."):
+                node = getattr(node, part)
+            assert value == node, (wiring[0], key)
+    assert parser.parse_args(["embed-graph", "--graph", "g", "--seed", "5"]).dim == (
+        schema_default("train.graph_embedding.dim")
+    )
+    with pytest.raises(SystemExit):  # the seed has no default
+        parser.parse_args(["embed-graph", "--graph", "g"])

@@ -113,7 +113,7 @@ def test_commands_quote_paths_and_names_that_need_it(workdir):
     parse_inputs = sorted(after(words, "--input")[0] for words in commands["citeval.ingest"][:2])
     assert parse_inputs == [pattern.format(shard=f"{i:05d}") for i in range(2)]
     (field,) = commands["citeval.sample.field"]
-    assert after(field, "--fields", 3) == [*fields, "--repetitions"]
+    assert after(field, "--fields", 2) == fields
     (dataset,) = commands["citeval.sample.dataset"]
     for words in (field, dataset):
         assert after(words, "--exclude-query-ids") == [exclude]
@@ -201,7 +201,7 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     assert "--model-types-from" not in by_split["test"]
     # The analysis sorts every prefiltered paper's text in DuckDB: within ingest's budget.
     [analyze] = [words for words in commands if words[2:4] == ["citeval.bm25", "analyze"]]
-    assert analyze[analyze.index("--duckdb-memory") + 1] == "2GB"
+    assert analyze[analyze.index("--memory-limit") + 1] == "2GB"
     types_from = by_split["valid"][by_split["valid"].index("--model-types-from") + 1]
     assert types_from.endswith("mdcr/mdcr_test_report.json")
 

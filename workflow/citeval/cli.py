@@ -44,29 +44,6 @@ def probability(text: str) -> float:
     return value
 
 
-def add_significance_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--baseline`` and the test settings of the table writers (citeval.significance)."""
-    group = parser.add_argument_group("significance against a baseline")
-    group.add_argument(
-        "--baseline",
-        default=None,
-        help="model every other is tested against, per column (default: no tests)",
-    )
-    group.add_argument(
-        "--permutations",
-        type=positive_int,
-        default=10000,
-        help="random sign flips of the paired randomization test (default 10000)",
-    )
-    group.add_argument(
-        "--alpha",
-        type=probability,
-        default=0.05,
-        help="a Holm-adjusted randomization p below this marks the cell (default 0.05)",
-    )
-    group.add_argument("--seed", type=int, default=0, help="seed of the randomization tests")
-
-
 _MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(MB|GB|MiB|GiB)\s*$")
 _MEMORY_UNITS = {"MB": 10**6, "GB": 10**9, "MiB": 2**20, "GiB": 2**30}
 

@@ -368,6 +368,15 @@ def schema_default(path: str) -> Any:
     raise KeyError(f"the config schema gives {path!r} no default")
 
 
+def schema_bounds(path: str) -> dict[str, Any]:
+    """The schema's numeric bounds of a key (``minimum``, ``exclusiveMaximum``, ...), of its
+    items for a list."""
+    node = _schema_node(path)
+    node = node.get("items", node) if node.get("type") == "array" else node
+    bounds = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    return {name: node[name] for name in bounds if name in node}
+
+
 def schema_description(path: str) -> str:
     """The schema's description of a dotted key, on one line ('' if it has none)."""
     return " ".join(str(_schema_node(path).get("description", "")).split())

@@ -101,15 +101,16 @@ def num_gpus() -> int:
 # --------------------------------------------------------------------------- indexes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IndexSpec:
-    """Which index to build and its parameters (config ``faiss:``)."""
+    """Which index to build and its parameters (config ``faiss:``, whose defaults are the
+    schema's: the caller passes them, from the config or the command line)."""
 
-    kind: str = "flat"
-    ivf_nlist: int = 1024
-    ivf_nprobe: int = 32
-    hnsw_m: int = 32
-    hnsw_ef_search: int = 256
+    kind: str
+    ivf_nlist: int
+    ivf_nprobe: int
+    hnsw_m: int
+    hnsw_ef_search: int
     hnsw_ef_construction: int = 40
     seed: int = 0
     # IVF training points per list; Faiss' k-means itself subsamples beyond 256.
@@ -166,7 +167,7 @@ def build_index(
     store: EmbeddingStore,
     selection: Selection,
     similarity: str,
-    spec: IndexSpec | None = None,
+    spec: IndexSpec,
     *,
     use_gpu: bool | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -177,7 +178,6 @@ def build_index(
     ``use_gpu``: ``None`` moves flat/IVF indexes to the GPU(s) when Faiss sees any,
     ``False`` keeps the CPU, ``True`` requires a GPU.
     """
-    spec = spec or IndexSpec()
     normalize = needs_normalization(similarity)
     metric = faiss_metric(similarity)
     n, dim = len(selection), store.dim

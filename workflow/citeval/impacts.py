@@ -489,7 +489,7 @@ class ImpactSearcher:
     """BM25 over an index's impact matrix, with :class:`citeval.lucene.Bm25Searcher`'s
     interface and results (see the module docstring)."""
 
-    def __init__(self, index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4) -> None:
+    def __init__(self, index_dir: str | os.PathLike, *, k1: float, b: float) -> None:
         lucene.start_jvm()
         path = Path(index_dir)
         folder = path / IMPACTS_DIR
@@ -638,12 +638,11 @@ SEARCHERS = ("impacts", "lucene")
 Searcher = ImpactSearcher | lucene.Bm25Searcher
 
 
-def open_searcher(
-    index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4, searcher: str = "impacts"
-) -> Searcher:
-    """A BM25 searcher on ``index_dir``: ``impacts`` (default) or Lucene's own."""
+def open_searcher(index_dir: str | os.PathLike, *, k1: float, b: float, searcher: str) -> Searcher:
+    """A BM25(k1, b) searcher on ``index_dir``: ``impacts`` (this module's) or ``lucene``
+    (Lucene's own)."""
     if searcher == "impacts":
-        return ImpactSearcher(index_dir, k1, b)
+        return ImpactSearcher(index_dir, k1=k1, b=b)
     if searcher == "lucene":
-        return lucene.lucene_searcher(index_dir, k1, b)
+        return lucene.lucene_searcher(index_dir, k1=k1, b=b)
     raise ValueError(f"unknown searcher {searcher!r}; expected one of {SEARCHERS}")

@@ -2,7 +2,7 @@
 
 Everything a run writes is under ``results/<dataset>/`` (:attr:`Layout.root`). A
 *collection* (one pool of one split, its queries and qrels) is addressed by its setup,
-split and name, ``<group>.rep<rep>`` (:func:`citeval.collections.collection_name`); its
+split and name, ``<group>.rep<rep>`` (:func:`citeval.collection_list.collection_name`); its
 files sit at ``<kind>/<setup>-<split>/<group>.rep<rep>/...``. Each method returns one path
 and accepts Snakemake wildcards (``"{setup}"``) wherever it accepts a value, so the rules
 and the stages build paths the same way. :data:`WILDCARDS` holds those placeholders.

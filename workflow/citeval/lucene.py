@@ -439,7 +439,7 @@ class Bm25Searcher:
     docstring for how this relates to pyserini's ``LuceneSearcher``.
     """
 
-    def __init__(self, index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4) -> None:
+    def __init__(self, index_dir: str | os.PathLike, *, k1: float, b: float) -> None:
         import jnius
 
         start_jvm()
@@ -538,9 +538,9 @@ class Bm25Searcher:
         self.close()
 
 
-def lucene_searcher(index_dir: str | os.PathLike, k1: float = 0.9, b: float = 0.4) -> Bm25Searcher:
+def lucene_searcher(index_dir: str | os.PathLike, *, k1: float, b: float) -> Bm25Searcher:
     """A :class:`Bm25Searcher` on ``index_dir`` with BM25(k1, b)."""
-    return Bm25Searcher(index_dir, k1, b)
+    return Bm25Searcher(index_dir, k1=k1, b=b)
 
 
 def pyserini_lucene_searcher(index_dir: str | os.PathLike) -> Any:

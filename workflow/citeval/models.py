@@ -221,7 +221,7 @@ def _sentence_transformers_pooling(path: str) -> str | None:
     return None
 
 
-def resolve_device(device: str = "auto") -> Any:
+def resolve_device(device: str) -> Any:
     """``auto`` picks CUDA when it is available; asking for CUDA without one is an error."""
     import torch
 
@@ -453,7 +453,7 @@ def _require_adapters(spec: ModelSpec) -> Any:
 class Encoder:
     """A loaded model plus its pooling; turns titles and abstracts into vectors."""
 
-    def __init__(self, spec: ModelSpec, device: str = "auto") -> None:
+    def __init__(self, spec: ModelSpec, *, device: str) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -681,6 +681,6 @@ class Encoder:
         return self.run(self.prepare(titles, abstracts), progress)
 
 
-def load_encoder(spec: ModelSpec, device: str = "auto") -> Encoder:
+def load_encoder(spec: ModelSpec, *, device: str) -> Encoder:
     """Load ``spec`` for encoding on ``device`` (auto, cpu or cuda)."""
     return Encoder(spec, device=device)

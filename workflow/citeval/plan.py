@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from citeval.collections import (
+from citeval.collection_list import (
     PlannedCollection,
     planned_collections,
     pool_group,
@@ -118,7 +118,7 @@ class Plan:
         return [setup for setup, key in SETUP_SECTIONS if getattr(sampling, key).enabled]
 
     def collections(self, setup: str, split: str) -> list[PlannedCollection]:
-        """Every collection of a test or validation split (citeval.collections)."""
+        """Every collection of a test or validation split (citeval.collection_list)."""
         return planned_collections(setup, split, msgspec.to_builtins(self.config.sampling))
 
     def sample_dirs(self, splits: Iterable[str]) -> list[str]:
@@ -209,7 +209,7 @@ class Plan:
         return self.config.bm25.tune.enabled
 
     def bm25_tuning_collections(self, setup: str) -> list[PlannedCollection]:
-        """The validation collections that tune k1/b (policy: citeval.collections)."""
+        """The validation collections that tune k1/b (policy: citeval.collection_list)."""
         return tuning_collections(setup, self.collections(setup, "valid"))
 
     def bm25_tuning_setup(self, setup: str, split: str) -> str:

@@ -79,6 +79,29 @@ def _scalar(kind: mi.Type) -> tuple[Any, list[Any] | None]:
     raise TypeError(f"no command-line form for {kind}")
 
 
+_BOUND_CHECKS = {
+    "minimum": (lambda value, bound: value >= bound, ">="),
+    "maximum": (lambda value, bound: value <= bound, "<="),
+    "exclusiveMinimum": (lambda value, bound: value > bound, ">"),
+    "exclusiveMaximum": (lambda value, bound: value < bound, "<"),
+}
+
+
+def _bounded(convert: Any, bounds: Mapping[str, Any]) -> Any:
+    """An argparse type that also holds the schema's bounds."""
+
+    def parse(text: str) -> Any:
+        value = convert(text)
+        for name, bound in bounds.items():
+            holds, sign = _BOUND_CHECKS[name]
+            if not holds(value, bound):
+                raise argparse.ArgumentTypeError(f"must be {sign} {bound}, got {value}")
+        return value
+
+    parse.__name__ = getattr(convert, "__name__", "value")
+    return parse
+
+
 def _nullable(convert: Any) -> Any:
     def parse(text: str) -> Any:
         return None if text == NONE else convert(text)
@@ -166,10 +189,15 @@ class StageSettings:
                 options["type"], options["choices"] = _scalar(kind)
             if key in _ARGPARSE_TYPES:
                 options["type"] = _ARGPARSE_TYPES[key]
+            bounds = config_module.schema_bounds(key)
+            if bounds and "type" in options:
+                options["type"] = _bounded(options["type"], bounds)
             if nullable and "type" in options:
                 options["type"] = _nullable(options["type"])
             if options.get("choices") is None:
                 options.pop("choices", None)
+            elif nullable:
+                options["choices"] = [*options["choices"], None]
             description = config_module.schema_description(key)
             default = options.get("default", "required")
             options["help"] = f"{key}: {description} (default: {default})".replace("%", "%%")

@@ -20,7 +20,6 @@ depends on which other models or columns are in the table. See docs/significance
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import warnings
@@ -49,12 +48,13 @@ BATCH = 1000  # permutations evaluated at once: bounds memory on large columns
 
 @dataclass(frozen=True)
 class Settings:
-    """What the tests need from the config: ``report.baseline`` and ``report.significance``."""
+    """What the tests need from the config: ``report.baseline``, ``report.significance``
+    and ``seed``. No defaults here: the schema's are the only ones."""
 
-    baseline: str = "bm25"
-    permutations: int = 10000
-    alpha: float = 0.05
-    seed: int = 0
+    baseline: str
+    permutations: int
+    alpha: float
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -277,9 +277,11 @@ def table_tests(
     return TableTests(comparisons, settings, unit)
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings | None:
-    """The settings of :func:`citeval.cli.add_significance_arguments`; None without a baseline."""
-    if args.baseline is None:
-        log.info("no --baseline: tables written without p-values")
+def settings_for(
+    baseline: str | None, *, permutations: int, alpha: float, seed: int
+) -> Settings | None:
+    """The tests' settings, or None (tables without p-values) when there is no baseline."""
+    if baseline is None:
+        log.info("no baseline: tables written without p-values")
         return None
-    return Settings(args.baseline, args.permutations, args.alpha, args.seed)
+    return Settings(baseline, permutations, alpha, seed)

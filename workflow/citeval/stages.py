@@ -66,7 +66,7 @@ BM25_TUNE = StageSettings.of(
     "bm25.tune.k1_grid", "bm25.tune.b_grid", "bm25.tune.metric", "retrieval.k", "bm25.searcher"
 )
 BM25_SEARCH = StageSettings.of("retrieval.k") + _BM25_PARAMETERS
-ENCODE = StageSettings.of("encode.num_shards", "encode.device")
+ENCODE = StageSettings.of("encode.num_shards", "encode.device") + _MEMORY
 RETRIEVE = StageSettings.of("retrieval.k") + StageSettings.section("faiss")
 FUSE = StageSettings.of("fusion.*.k", ("retrieval.k", "depth"))
 METRICS = StageSettings.of("metrics.cutoffs")

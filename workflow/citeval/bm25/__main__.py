@@ -1,5 +1,3 @@
-import sys
-
 from citeval.bm25.cli import main
 
-sys.exit(main())
+raise SystemExit(main())

@@ -10,17 +10,11 @@ from pathlib import Path
 from citeval import impacts, lucene
 from citeval.bm25.index import analyze_corpus, build_pool_index
 from citeval.bm25.papers import connect, load_queries
-from citeval.bm25.search import (
-    DEFAULT_B,
-    DEFAULT_K1,
-    check_index_group,
-    check_searcher,
-    params_from_args,
-    search_queries,
-)
+from citeval.bm25.search import check_index_group, check_searcher, resolve_params, search_queries
 from citeval.bm25.tune import tune
-from citeval.cli import positive_int, run_cli
+from citeval.cli import duckdb_memory_setting, positive_int, run_cli
 from citeval.io import write_json
+from citeval.stages import BM25_ANALYZE, BM25_SEARCH, BM25_TUNE
 from citeval.trec import write_run
 
 LOG = logging.getLogger(__name__)
@@ -33,7 +27,8 @@ def _start(args: argparse.Namespace) -> None:
 
 def _analyze_command(args: argparse.Namespace) -> None:
     _start(args)
-    analyze_corpus(args.papers, args.output, args.ids, args.threads, args.duckdb_memory)
+    memory = duckdb_memory_setting(args.memory_limit)
+    analyze_corpus(args.papers, args.output, args.ids, args.threads, memory)
 
 
 def _index_command(args: argparse.Namespace) -> None:
@@ -51,13 +46,13 @@ def _index_command(args: argparse.Namespace) -> None:
 
 
 def _search_command(args: argparse.Namespace) -> None:
-    k1, b = params_from_args(args)
+    k1, b = resolve_params(args.k1, args.b, args.params_json)
     _start(args)
     check_index_group(args.index_dir, args.group, args.rep)
     check_searcher(args.index_dir, args.searcher)
     con = connect(args.threads, args.duckdb_memory)
     queries = load_queries(con, args.papers, args.queries, args.group)
-    with impacts.open_searcher(args.index_dir, k1, b, args.searcher) as searcher:
+    with impacts.open_searcher(args.index_dir, k1=k1, b=b, searcher=args.searcher) as searcher:
         LOG.info(
             "BM25(k1=%s, b=%s), %s searcher: %d queries of %s on %d documents, k=%d",
             k1,
@@ -86,19 +81,19 @@ def _tune_command(args: argparse.Namespace) -> None:
         args.b_grid,
         metric=args.metric,
         k=args.k,
+        searcher_kind=args.searcher,
         index_root=args.index_root,
         collections=args.collection,
         threads=args.threads,
         batch_size=args.batch_size,
         memory_limit=args.duckdb_memory,
         tmp_dir=args.tmp_dir or Path(args.output).parent,
-        searcher_kind=args.searcher,
     )
     write_json(result, args.output)
     LOG.info("wrote %s", args.output)
 
 
-def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_runtime_arguments(parser: argparse.ArgumentParser, duckdb_memory: bool = True) -> None:
     parser.add_argument(
         "--threads",
         type=positive_int,
@@ -111,21 +106,15 @@ def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"JVM maximum heap, e.g. 4g (default: ${lucene.HEAP_ENV}, else the JVM's default)",
     )
-    parser.add_argument(
-        "--duckdb-memory", default=None, help="DuckDB memory_limit, e.g. 4GB (default: DuckDB's)"
-    )
+    if duckdb_memory:
+        parser.add_argument(
+            "--duckdb-memory",
+            default=None,
+            help="DuckDB memory_limit, e.g. 4GB (default: DuckDB's)",
+        )
 
 
-def _add_search_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--k", type=positive_int, default=500, help="hits per query (default: 500)")
-    parser.add_argument(
-        "--searcher",
-        choices=impacts.SEARCHERS,
-        default="impacts",
-        help="impacts: Lucene's BM25 scored in bulk from the index's impact matrix, the same "
-        "scores and ranking, several times faster; lucene: Lucene's IndexSearcher "
-        "(default: impacts)",
-    )
+def _add_batch_size(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-size",
         type=positive_int,
@@ -152,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         "filtered/papers.parquet (default: every corpus paper)",
     )
     analyze.add_argument("--output", required=True, help="analyzed corpus folder to write")
-    _add_runtime_arguments(analyze)
+    BM25_ANALYZE.add_to(analyze)
+    _add_runtime_arguments(analyze, duckdb_memory=False)
     analyze.set_defaults(handler=_analyze_command)
 
     index = sub.add_parser("index", help="build the BM25 index of one collection's pool")
@@ -171,7 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runtime_arguments(index)
     index.set_defaults(handler=_index_command)
 
-    search = sub.add_parser("search", help="BM25 run of one collection's queries")
+    search = sub.add_parser(
+        "search",
+        help="BM25 run of one collection's queries",
+        description="BM25 run of one collection's queries. It searches with --k1 and --b, "
+        "unless --params-json is given: then the tuned k1 and b in that file take precedence.",
+    )
     search.add_argument("--index-dir", required=True, help="index built by `index`")
     search.add_argument("--papers", required=True, help="corpus/papers folder of parquet parts")
     search.add_argument("--queries", required=True, help="samples/<setup>-<split>/queries.parquet")
@@ -179,14 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument(
         "--rep", type=int, default=None, help="repetition; checked against the index if given"
     )
-    search.add_argument("--k1", type=float, default=None, help=f"BM25 k1 (default: {DEFAULT_K1})")
-    search.add_argument("--b", type=float, default=None, help=f"BM25 b (default: {DEFAULT_B})")
     search.add_argument(
-        "--params-json", default=None, help="take k1 and b from a `tune` output instead"
+        "--params-json",
+        default=None,
+        help="a `tune` output: its tuned k1 and b take precedence over --k1 and --b",
     )
     search.add_argument("--output", required=True, help="TREC run file to write")
     search.add_argument("--tag", default="bm25", help="run tag (default: bm25)")
-    _add_search_arguments(search)
+    _add_batch_size(search)
+    BM25_SEARCH.add_to(search)
     _add_runtime_arguments(search)
     search.set_defaults(handler=_search_command)
 
@@ -213,20 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GROUP.repN",
         help="tune only on this collection (repeatable; default: all in collections.tsv)",
     )
-    tune_parser.add_argument(
-        "--k1-grid", type=float, nargs="+", required=True, help="k1 values, in grid order"
-    )
-    tune_parser.add_argument(
-        "--b-grid", type=float, nargs="+", required=True, help="b values, in grid order"
-    )
-    tune_parser.add_argument("--metric", default="map", help="measure to maximize (default: map)")
     tune_parser.add_argument("--output", required=True, help="tuning JSON to write")
     tune_parser.add_argument(
         "--tmp-dir",
         default=None,
         help="where indexes built on the fly go (default: the folder of --output)",
     )
-    _add_search_arguments(tune_parser)
+    _add_batch_size(tune_parser)
+    BM25_TUNE.add_to(tune_parser)
     _add_runtime_arguments(tune_parser)
     tune_parser.set_defaults(handler=_tune_command)
     return parser

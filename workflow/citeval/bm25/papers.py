@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 from tqdm import tqdm
 
-from citeval.collections import group_query_count
+from citeval.collection_list import group_query_count
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob
 

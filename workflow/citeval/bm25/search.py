@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -12,14 +11,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from citeval import impacts, lucene
-from citeval.collections import collection_name
+from citeval.collection_list import collection_name
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import Run, rank_documents
 
 LOG = logging.getLogger(__name__)
-
-DEFAULT_K1 = 0.9
-DEFAULT_B = 0.4
 
 
 def _top_k_without_self(
@@ -87,16 +83,17 @@ def read_params(path: str | os.PathLike) -> tuple[float, float]:
         ) from error
 
 
-def params_from_args(args: argparse.Namespace) -> tuple[float, float]:
-    """``(k1, b)`` from ``--params-json`` (a tuning JSON), or ``--k1``/``--b`` and the
-    defaults; giving both ways is an error."""
-    if args.params_json is not None:
-        if args.k1 is not None or args.b is not None:
-            raise ConfigError("give either --params-json or --k1/--b, not both")
-        return read_params(args.params_json)
-    k1 = DEFAULT_K1 if args.k1 is None else args.k1
-    b = DEFAULT_B if args.b is None else args.b
-    return k1, b
+def resolve_params(
+    k1: float, b: float, params_json: str | os.PathLike | None
+) -> tuple[float, float]:
+    """``(k1, b)`` to search with: the tuned pair in ``params_json`` (a tuning JSON) when
+    one is given, which takes precedence over ``k1`` and ``b``; otherwise ``k1`` and ``b``."""
+    if params_json is None:
+        return k1, b
+    tuned = read_params(params_json)
+    if tuned != (k1, b):
+        LOG.info("k1=%s b=%s from %s replace k1=%s b=%s", *tuned, params_json, k1, b)
+    return tuned
 
 
 def check_index_group(index_dir: str | os.PathLike, group: str, rep: int | None) -> None:

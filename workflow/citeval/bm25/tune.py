@@ -17,7 +17,7 @@ from citeval import impacts
 from citeval.bm25.index import build_pool_index
 from citeval.bm25.papers import connect, load_queries
 from citeval.bm25.search import check_index_group, check_searcher, search_queries
-from citeval.collections import listing_path, read_collections
+from citeval.collection_list import listing_path, read_collections
 from citeval.errors import ConfigError, InputDataError
 from citeval.trec import read_qrels
 
@@ -58,15 +58,16 @@ def tune(
     sample_dir: str | os.PathLike,
     k1_grid: Sequence[float],
     b_grid: Sequence[float],
-    metric: str = "map",
-    k: int = 500,
+    *,
+    metric: str,
+    k: int,
+    searcher_kind: str,
     index_root: str | os.PathLike | None = None,
     collections: Sequence[str] | None = None,
     threads: int = 1,
     batch_size: int = 256,
     memory_limit: str | None = None,
     tmp_dir: str | os.PathLike | None = None,
-    searcher_kind: str = "impacts",
 ) -> dict[str, Any]:
     """Grid-search BM25's (k1, b) on the collections of one validation sample.
 
@@ -143,7 +144,11 @@ def tune(
                     memory_limit,
                     lucene_papers_dir=papers_dir if searcher_kind == "lucene" else None,
                 )
-            searcher = stack.enter_context(impacts.open_searcher(index_dir, searcher=searcher_kind))
+            # Opened at the first grid point; every point sets its own (k1, b) below.
+            first_k1, first_b = points[0]
+            searcher = stack.enter_context(
+                impacts.open_searcher(index_dir, k1=first_k1, b=first_b, searcher=searcher_kind)
+            )
             LOG.info(
                 "tuning on %s: %d queries, %d documents", name, len(queries), searcher.num_docs
             )

@@ -18,12 +18,11 @@ The modules, one job each:
 - ``schemas``, ``parts``, ``staging``: the tables, their part files, a staging directory;
 - ``merge``: the merge step and its DuckDB session; ``edges`` and ``papers``: writing
   the two corpus tables; ``ranges`` and ``memory``: fitting them in ``--memory-limit``;
-- ``report``: the per-shard and corpus reports.
+- ``report``: the per-shard and corpus reports;
+- ``cli``: the command line (``python -m citeval.ingest``).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from citeval.ingest.formats import FORMATS
 from citeval.ingest.merge import merge_staging
@@ -34,15 +33,6 @@ __all__ = [
     "CITATIONS_SCHEMA",
     "FORMATS",
     "PAPERS_SCHEMA",
-    "main",
     "merge_staging",
     "parse_shard",
 ]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m citeval.ingest``; imported here on use, so that running the package
-    as ``__main__`` does not find it imported already."""
-    from citeval.ingest.__main__ import main as run
-
-    return run(argv)

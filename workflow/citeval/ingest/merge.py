@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from citeval import cli
 from citeval.cli import memory_bytes
-from citeval.errors import InputDataError, ResourceError
+from citeval.errors import ConfigError, InputDataError, ResourceError
 from citeval.ingest.edges import resolve_edges, write_citations
 from citeval.ingest.memory import (
     merge_memory_bytes,
@@ -296,9 +296,9 @@ def merge_staging(
     staging: Sequence[str | os.PathLike],
     output_dir: str | os.PathLike,
     *,
-    on_duplicate: str = "error",
-    rows_per_part: int = 1_000_000,
-    memory_limit: str = "2GB",
+    on_duplicate: str,
+    rows_per_part: int,
+    memory_limit: str,
     threads: int = 2,
     temp_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
@@ -306,7 +306,7 @@ def merge_staging(
     if on_duplicate not in ("error", "keep_first"):
         raise ValueError("on_duplicate must be 'error' or 'keep_first'")
     if rows_per_part < 1:
-        raise ValueError("rows_per_part must be positive")
+        raise ConfigError(f"ingest.rows_per_part must be at least 1, got {rows_per_part}")
     import duckdb
 
     shards = load_staging(staging)

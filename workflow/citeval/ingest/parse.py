@@ -43,7 +43,7 @@ def parse_shard(
     fmt: str,
     output_dir: str | os.PathLike,
     *,
-    max_bad_fraction: float = 0.0,
+    max_bad_fraction: float,
     rows_per_part: int = STAGING_ROWS_PER_PART,
 ) -> dict[str, Any]:
     """Stage one input file into ``output_dir`` (atomically); return its shard report."""

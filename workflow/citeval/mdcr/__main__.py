@@ -1,5 +1,3 @@
-import sys
-
 from citeval.mdcr.cli import main
 
-sys.exit(main())
+raise SystemExit(main())

@@ -1,4 +1,5 @@
-"""``python -m citeval.mdcr build``: read a split's inputs, pick the model types, write files.
+"""A split's MDCR build (``python -m citeval.mdcr build``): read its inputs, pick the model
+types, write its files.
 
 Writes, for split ``s``: ``mdcr_s.json`` (benchmark), ``mdcr_s_data.jsonl`` (every query
 and candidate with its title and abstract), ``mdcr_s_jaccard.tsv`` and
@@ -16,7 +17,6 @@ test split's types, as the published benchmark does.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -100,38 +100,68 @@ def model_types_of(report_path: Path) -> list[str]:
     return types
 
 
-def build_split(args: argparse.Namespace) -> None:
-    paths = output_paths(args.output_dir, args.split)
-    queries = read_field_queries(Path(args.samples), args.fields)
+def build_split(
+    split: str,
+    *,
+    samples: Path,
+    runs: Path,
+    corpus: Path,
+    filtered: Path,
+    output_dir: Path,
+    seed: int,
+    fields: Sequence[str],
+    models: Sequence[str],
+    model_selection: str | Sequence[str],
+    num_model_types: int,
+    positives: int,
+    negatives_per_type: int,
+    model_depth: int,
+    most_cited_depth: int,
+    max_candidate_year: str | None,
+    shortfall: str,
+    memory_limit: str,
+    model_types_from: Path | None = None,
+    threads: int = 2,
+) -> None:
+    """Build split ``split`` (``test`` or ``valid``) and write its four files.
+
+    ``models`` are the models whose runs are compared; ``model_selection`` is ``auto`` or
+    model names; the construction settings are the config's ``mdcr`` keys.
+    """
+    if not models:
+        raise ConfigError(
+            "no models to compare: name the models whose field-level runs the Jaccard table "
+            "compares (the pipeline passes mdcr.models, or every first stage when it is empty)"
+        )
+    paths = output_paths(output_dir, split)
+    queries = read_field_queries(Path(samples), fields)
     if not queries:
-        raise InputDataError("the sample split has no queries", path=str(args.samples))
-    without = [name for name in args.fields if name not in queries]
+        raise InputDataError("the sample split has no queries", path=str(samples))
+    without = [name for name in fields if name not in queries]
     if without:
         LOG.warning("sampling found no queries for %s: the benchmark leaves them out", without)
-    models = sorted(set(args.models))
-    rankings = read_rankings(Path(args.runs), queries, models)
-    tables = Tables(
-        Path(args.corpus), Path(args.filtered), memory_limit=args.memory_limit, threads=args.threads
-    )
-    inputs = read_inputs(tables, queries, rankings, args.most_cited_depth)
+    models = sorted(set(models))
+    rankings = read_rankings(Path(runs), queries, models)
+    tables = Tables(Path(corpus), Path(filtered), memory_limit=memory_limit, threads=threads)
+    inputs = read_inputs(tables, queries, rankings, most_cited_depth)
     # The same lists serve the Jaccard table and the model types' candidates.
-    top = top_lists(rankings, inputs.cited, args.model_depth)
+    top = top_lists(rankings, inputs.cited, model_depth)
     pairs = mean_jaccard(top)
-    selection = args.model_selection
-    if args.model_types_from:
-        selection = model_types_of(args.model_types_from)
-    selected = select_models(models, pairs, selection, args.num_model_types)
+    selection = [model_selection] if isinstance(model_selection, str) else list(model_selection)
+    if model_types_from:
+        selection = model_types_of(model_types_from)
+    selected = select_models(models, pairs, selection, num_model_types)
     LOG.info("model types: %s", ", ".join(selected))
     settings = Settings(
-        seed=args.seed,
-        split=args.split,
+        seed=seed,
+        split=split,
         model_types=tuple(selected),
-        positives=args.positives,
-        negatives_per_type=args.negatives_per_type,
-        model_depth=args.model_depth,
-        most_cited_depth=args.most_cited_depth,
-        max_candidate_year=None if args.max_candidate_year == "none" else args.max_candidate_year,
-        shortfall=args.shortfall,
+        positives=positives,
+        negatives_per_type=negatives_per_type,
+        model_depth=model_depth,
+        most_cited_depth=most_cited_depth,
+        max_candidate_year=max_candidate_year,
+        shortfall=shortfall,
     )
     benchmark, report = build_benchmark(inputs, settings, top)
     if not benchmark:
@@ -140,7 +170,7 @@ def build_split(args: argparse.Namespace) -> None:
     needed = {q for qs in benchmark.values() for q in qs} | {c for _, c in candidate_pairs}
     papers = tables.texts(needed)
     check_data_covers(benchmark, {p.paper_id: p for p in papers})
-    report["model_selection"] = list(selection)
+    report["model_selection"] = selection
     report["jaccard"] = {
         "models": models,
         "mean_with_others": {
@@ -155,7 +185,7 @@ def build_split(args: argparse.Namespace) -> None:
     write_json(report, paths["report"])
     LOG.info(
         "MDCR %s: %d fields, %d queries, %d pairs",
-        args.split,
+        split,
         len(benchmark),
         sum(len(qs) for qs in benchmark.values()),
         report["pairs"],

@@ -21,28 +21,35 @@ writes the number of queries, pairs and candidates per type of each field.
 
 writes ``mdcr_<name>.json``, ``mdcr_<name>_data.jsonl``, ``mdcr_<name>_jaccard.tsv``
 and ``mdcr_<name>_report.json``, where ``<name>`` is ``test`` or, for ``valid``, ``val`` as
-in the published files (see docs/mdcr.md).
+in the published files (see docs/mdcr.md). ``--models`` names the models whose runs are
+compared (the pipeline passes them explicitly, also when ``mdcr.models`` is empty).
 
     python -m citeval.mdcr score --benchmark mdcr_test.json --data mdcr_test_data.jsonl \
-        --model bm25 --kind bm25 [--params-json tuning.json | --k1 0.9 --b 0.4] \
+        --model bm25 --kind bm25 [--k1 0.9 --b 0.4] [--params-json tuning.json] \
         --output scores/bm25.json
     python -m citeval.mdcr score ... --model minilm --kind dense --model-json '{...}' \
         [--embeddings results/demo/embeddings/minilm] --output scores/minilm.json
     python -m citeval.mdcr score ... --model rrf --kind rrf --inputs a.json b.json --k 60 \
         --output scores/rrf.json
     python -m citeval.mdcr score ... --model ce --kind cross-encoder --model-dir OUT/model \
-        [--query-tokens 256 --candidate-tokens 256 --batch-size 32 --device auto] \
+        [--query-tokens 256 --candidate-tokens 256 --batch-size 64 --device auto] \
         --output scores/ce.json
 
-writes every pair's score in the published scores format (see citeval.mdcr.score).
+writes every pair's score in the published scores format (see citeval.mdcr.score). One
+parser serves every kind, with the settings of all of them (each kind reads its own):
+the tuned k1 and b of ``--params-json`` take precedence over ``--k1``/``--b``; ``--device``
+is ``rerank.device`` for the cross-encoder and ``encode.device`` for a dense model.
 
     python -m citeval.mdcr tables --evaluations bm25=eval/bm25.tsv minilm=eval/minilm.tsv \
         --output-dir results/demo/tables [--per-query bm25=eval/bm25.per_query.tsv \
-        minilm=eval/minilm.per_query.tsv --baseline bm25 --permutations 10000 --alpha 0.05 \
-        --seed 13]
+        minilm=eval/minilm.per_query.tsv] --baseline bm25 --permutations 10000 \
+        --alpha 0.05 --seed 13
 
 writes Tables 3 and 4 (``table3_mdcr``, ``table4_mdcr_types``, TSV and Markdown); with
-``--baseline`` and ``--per-query`` also their ``_pvalues.tsv`` (see docs/significance.md).
+``--per-query`` and a ``--baseline`` (not ``none``) also their ``_pvalues.tsv`` (see
+docs/significance.md).
+
+Settings flags (config keys, defaults from the schema) come from :mod:`citeval.stages`.
 """
 
 from __future__ import annotations
@@ -54,7 +61,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from citeval.cli import add_significance_arguments, memory_size, positive_int, run_cli
+from citeval import stages
+from citeval.cli import positive_int, run_cli
 from citeval.errors import ConfigError
 from citeval.io import write_json
 from citeval.mdcr.evaluate import (
@@ -72,8 +80,36 @@ from citeval.mdcr.formats import (
     summarize,
     write_scores,
 )
+from citeval.settings import StageSettings
 
 LOG = logging.getLogger(__name__)
+
+
+def one_flag_each(*entries: StageSettings) -> StageSettings:
+    """The union of several entries' keys, one flag per name: a later key whose flag an
+    earlier one already gives (``encode.device`` after ``rerank.device``) is left out."""
+    keys: list[str] = []
+    flags: dict[str, str] = {}
+    seen: set[str] = set()
+    for entry in entries:
+        for key in entry.keys:
+            if entry.flag(key) in seen:
+                continue
+            seen.add(entry.flag(key))
+            keys.append(key)
+            if key in entry.flags:
+                flags[key] = entry.flags[key]
+    return StageSettings(tuple(keys), flags)
+
+
+# ``rerank.device`` (any string) before ``encode.device`` (auto, cpu or cuda), so that
+# ``--device`` accepts what either writes.
+SCORE_SETTINGS = one_flag_each(
+    stages.MDCR_SCORE_BM25,
+    stages.MDCR_SCORE_RERANK,
+    stages.MDCR_SCORE_DENSE,
+    stages.MDCR_SCORE_FUSION,
+)
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
@@ -106,7 +142,29 @@ def build_command(args: argparse.Namespace) -> None:
     # Imported here so that `evaluate` does not pay for DuckDB and the construction code.
     from citeval.mdcr.build import build_split
 
-    build_split(args)
+    settings = stages.MDCR_BUILD.values(args)
+    build_split(
+        args.split,
+        samples=args.samples,
+        runs=args.runs,
+        corpus=args.corpus,
+        filtered=args.filtered,
+        output_dir=args.output_dir,
+        seed=args.seed,
+        fields=args.fields,
+        models=args.models,
+        model_selection=settings["mdcr.model_selection"],
+        num_model_types=args.num_model_types,
+        positives=args.positives,
+        negatives_per_type=args.negatives_per_type,
+        model_depth=args.model_depth,
+        most_cited_depth=args.most_cited_depth,
+        max_candidate_year=args.max_candidate_year,
+        shortfall=args.shortfall,
+        memory_limit=args.memory_limit,
+        model_types_from=args.model_types_from,
+        threads=args.threads,
+    )
 
 
 def score_command(args: argparse.Namespace) -> None:
@@ -117,9 +175,9 @@ def score_command(args: argparse.Namespace) -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     if args.kind == "bm25":
         from citeval import lucene
-        from citeval.bm25.search import params_from_args
+        from citeval.bm25.search import resolve_params
 
-        k1, b = params_from_args(args)
+        k1, b = resolve_params(args.k1, args.b, args.params_json)
         lucene.start_jvm(heap=args.java_heap, processors=args.threads)
         lucene.set_java_log_level("WARN")
         scores = score.score_bm25(
@@ -147,7 +205,7 @@ def score_command(args: argparse.Namespace) -> None:
         # torch would otherwise start one thread per core of the node, not of the job.
         torch.set_num_threads(args.threads)
         spec = ModelSpec.from_config(args.model, entry)
-        scores = score.score_dense(benchmark, papers, spec, args.embeddings, args.device)
+        scores = score.score_dense(benchmark, papers, spec, args.embeddings, device=args.device)
     elif args.kind == "cross-encoder":
         import torch
 
@@ -185,9 +243,12 @@ def evaluation_pair(text: str) -> tuple[str, Path]:
 
 def tables_command(args: argparse.Namespace) -> None:
     from citeval.mdcr.tables import write_tables
-    from citeval.significance import settings_from_args
+    from citeval.significance import settings_for
 
-    write_tables(args.evaluations, args.output_dir, settings_from_args(args), args.per_query)
+    settings = settings_for(
+        args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
+    )
+    write_tables(args.evaluations, args.output_dir, settings, args.per_query)
     LOG.info("MDCR tables written to %s", args.output_dir)
 
 
@@ -225,7 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--split", required=True, choices=["test", "valid"], help="sample split (test or valid)"
     )
-    build.add_argument("--seed", required=True, type=int)
     build.add_argument("--samples", required=True, type=Path, help="samples/field-<split>")
     build.add_argument("--runs", required=True, type=Path, help="runs/field-<split>")
     build.add_argument(
@@ -233,44 +293,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--filtered", required=True, type=Path, help="filtered/papers.parquet")
     build.add_argument(
-        "--fields", required=True, nargs="+", help="MAG field names, as the sample used them"
-    )
-    build.add_argument(
-        "--models", required=True, nargs="+", help="models whose rep-0 runs are compared"
-    )
-    build.add_argument(
-        "--model-selection",
-        nargs="+",
-        default=["auto"],
-        help="'auto' (the --num-model-types models least alike by Jaccard) or model names",
-    )
-    build.add_argument(
         "--model-types-from",
         type=Path,
         default=None,
         help="take the model types of another split's mdcr_<split>_report.json",
     )
-    build.add_argument("--num-model-types", type=positive_int, default=3)
-    build.add_argument("--positives", type=positive_int, default=5)
-    build.add_argument("--negatives-per-type", type=positive_int, default=10)
-    build.add_argument(
-        "--model-depth", type=positive_int, default=200, help="top non-cited results per model"
-    )
-    build.add_argument(
-        "--most-cited-depth", type=positive_int, default=200, help="most-cited papers per field"
-    )
-    build.add_argument(
-        "--max-candidate-year",
-        choices=["query_year", "none"],
-        default="query_year",
-        help="candidates must be published in or before the query's year, or any year",
-    )
-    build.add_argument(
-        "--shortfall", choices=["fill_from_random", "keep_fewer"], default="fill_from_random"
-    )
     build.add_argument("--output-dir", required=True, type=Path)
-    build.add_argument("--memory-limit", type=memory_size, default="2GB")
     build.add_argument("--threads", type=positive_int, default=2)
+    stages.MDCR_BUILD.add_to(build)
     build.set_defaults(handler=build_command)
 
     score = commands.add_parser("score", help="score every query-candidate pair with a model")
@@ -279,11 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--model", required=True, help="model name (for the log and the spec)")
     score.add_argument("--kind", required=True, choices=["bm25", "dense", "rrf", "cross-encoder"])
     score.add_argument("--output", required=True, type=Path, help="scores JSON to write")
-    score.add_argument("--params-json", type=Path, default=None, help="bm25: tuned k1 and b")
-    score.add_argument("--k1", type=float, default=None, help="bm25: k1 (default 0.9)")
-    score.add_argument("--b", type=float, default=None, help="bm25: b (default 0.4)")
     score.add_argument(
-        "--searcher", choices=["impacts", "lucene"], default="impacts", help="bm25 searcher"
+        "--params-json",
+        type=Path,
+        default=None,
+        help="bm25: tuning JSON whose k1 and b take precedence over --k1 and --b",
     )
     score.add_argument("--java-heap", default=None, help="bm25: JVM maximum heap, e.g. 4g")
     score.add_argument("--model-json", default=None, help="dense: the models.<name> entry")
@@ -293,16 +323,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="dense: embedding store whose vectors are reused (others are encoded)",
     )
-    score.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     score.add_argument(
         "--model-dir", type=Path, default=None, help="cross-encoder: trained reranker folder"
     )
-    score.add_argument("--query-tokens", type=positive_int, default=256, help="cross-encoder")
-    score.add_argument("--candidate-tokens", type=positive_int, default=256, help="cross-encoder")
-    score.add_argument("--batch-size", type=positive_int, default=32, help="cross-encoder")
     score.add_argument("--inputs", type=Path, nargs="+", default=None, help="rrf: scores files")
-    score.add_argument("--k", type=positive_int, default=60, help="rrf: constant k (default 60)")
     score.add_argument("--threads", type=positive_int, default=1)
+    SCORE_SETTINGS.add_to(score)
     score.set_defaults(handler=score_command)
 
     tables = commands.add_parser("tables", help="Tables 3 and 4 from evaluation TSVs")
@@ -321,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="MODEL=PATH of `evaluate --per-query-output` TSVs (needed for --baseline)",
     )
-    add_significance_arguments(tables)
+    stages.MDCR_TABLES.add_to(tables)
     tables.set_defaults(handler=tables_command)
     return parser
 

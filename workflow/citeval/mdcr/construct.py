@@ -55,19 +55,26 @@ SHORTFALL_RULES = ("fill_from_random", "keep_fewer")
 
 @dataclass(frozen=True)
 class Settings:
-    """What a construction depends on besides its inputs (all of it goes in the report)."""
+    """What a construction depends on besides its inputs (all of it goes in the report).
+
+    The counts and rules are the config's ``mdcr`` keys, without defaults here: the
+    schema's are the only ones.
+    """
 
     seed: int
     split: str
     model_types: tuple[str, ...]
-    positives: int = 5
-    negatives_per_type: int = 10
-    model_depth: int = 200
-    most_cited_depth: int = 200  # how many papers Inputs.most_cited holds per field
-    max_candidate_year: str | None = "query_year"
-    shortfall: str = "fill_from_random"
+    positives: int
+    negatives_per_type: int
+    model_depth: int
+    most_cited_depth: int  # how many papers Inputs.most_cited holds per field
+    max_candidate_year: str | None
+    shortfall: str
 
     def __post_init__(self) -> None:
+        for name in ("positives", "negatives_per_type", "model_depth", "most_cited_depth"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"mdcr.{name} must be at least 1, got {getattr(self, name)}")
         if self.max_candidate_year not in YEAR_RULES:
             raise ConfigError(
                 "mdcr.max_candidate_year must be 'query_year' or null, "

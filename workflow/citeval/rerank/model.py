@@ -51,9 +51,6 @@ from citeval.models import build_text, resolve_device, resolve_model_path, trans
 
 LOG = logging.getLogger(__name__)
 
-DEFAULT_QUERY_TOKENS = 256
-DEFAULT_CANDIDATE_TOKENS = 256
-DEFAULT_BATCH_SIZE = 32
 # Texts per tokenizer call when cutting to a budget.
 TOKENIZE_BATCH = 1024
 
@@ -66,8 +63,8 @@ def pair_max_length(query_tokens: int, candidate_tokens: int) -> int:
 def load_cross_encoder(
     path: str,
     *,
-    query_tokens: int = DEFAULT_QUERY_TOKENS,
-    candidate_tokens: int = DEFAULT_CANDIDATE_TOKENS,
+    query_tokens: int,
+    candidate_tokens: int,
     device: str = "cpu",
     dropout: float | None = None,
     layers: int | None = None,
@@ -113,6 +110,8 @@ def load_cross_encoder(
 class Reranker:
     """A CrossEncoder with per-side token budgets; scores (query, candidate) text pairs.
 
+    ``query_tokens``, ``candidate_tokens``, ``batch_size`` and ``device`` are the config's
+    ``rerank.*`` settings and have no default here: the schema's are the only ones.
     ``pairs_scored`` counts the pairs sent through the model (tests use it to check that
     each pair is scored once).
     """
@@ -121,10 +120,10 @@ class Reranker:
         self,
         path: str,
         *,
-        query_tokens: int = DEFAULT_QUERY_TOKENS,
-        candidate_tokens: int = DEFAULT_CANDIDATE_TOKENS,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        device: str = "auto",
+        query_tokens: int,
+        candidate_tokens: int,
+        batch_size: int,
+        device: str,
         dropout: float | None = None,
         layers: int | None = None,
         model: Any | None = None,

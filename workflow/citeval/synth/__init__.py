@@ -28,12 +28,12 @@ Modules, in the order a corpus is built:
 * :mod:`~citeval.synth.citations`: the citation graph;
 * :mod:`~citeval.synth.text`: the vocabularies, titles and abstracts;
 * :mod:`~citeval.synth.records`: the JSON lines;
-* :mod:`~citeval.synth.corpus`: the gzip'd shards and the command line
-  (``python -m citeval.synth``).
+* :mod:`~citeval.synth.corpus`: the gzip'd shards;
+* :mod:`~citeval.synth.cli`: the command line (``python -m citeval.synth``).
 """
 
 from citeval.synth.citations import CitationGraph, build_citations
-from citeval.synth.corpus import build_parser, generate_corpus, main, shard_path, shard_ranges
+from citeval.synth.corpus import generate_corpus, shard_path, shard_ranges
 from citeval.synth.records import V2020_KEYS, RecordWriter, paper_id
 from citeval.synth.shape import DENSITIES, FIELDS, TEXT_BLOCK, Density
 from citeval.synth.structure import Structure, build_structure
@@ -50,11 +50,9 @@ __all__ = [
     "Structure",
     "Vocabulary",
     "build_citations",
-    "build_parser",
     "build_structure",
     "build_vocabulary",
     "generate_corpus",
-    "main",
     "paper_id",
     "shard_path",
     "shard_ranges",

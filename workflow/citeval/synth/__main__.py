@@ -1,7 +1,3 @@
-"""``python -m citeval.synth``: see :func:`citeval.synth.corpus.build_parser`."""
+from citeval.synth.cli import main
 
-import sys
-
-from citeval.synth.corpus import main
-
-sys.exit(main())
+raise SystemExit(main())

@@ -1,19 +1,17 @@
-"""Writing the synthetic corpus as gzip'd JSONL shards, and the ``synth`` command line."""
+"""Writing the synthetic corpus as gzip'd JSONL shards."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gzip
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from tqdm import tqdm
 
-from citeval.cli import run_cli
 from citeval.errors import ConfigError
 from citeval.io import atomic_path
 from citeval.synth.citations import build_citations
@@ -135,56 +133,3 @@ def generate_corpus(
         num_papers / max(elapsed, 1e-9),
     )
     return paths
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m citeval.synth",
-        description="Generate a synthetic S2ORC v2020 metadata corpus (gzip'd JSONL shards).",
-    )
-    parser.add_argument("--num-papers", type=int, required=True, help="papers to generate")
-    parser.add_argument("--num-shards", type=int, default=1, help="output shards (default: 1)")
-    parser.add_argument("--seed", type=int, default=13, help="random seed (default: 13)")
-    parser.add_argument("--first-year", type=int, default=1990, help="default: 1990")
-    parser.add_argument("--last-year", type=int, default=2019, help="default: 2019")
-    parser.add_argument(
-        "--output-pattern",
-        required=True,
-        help="shard path with a '{shard}' placeholder (5-digit, zero-padded)",
-    )
-    parser.add_argument(
-        "--compresslevel",
-        type=int,
-        default=1,
-        choices=range(0, 10),
-        metavar="0-9",
-        help="gzip level (isal uses at most 3; default: 1)",
-    )
-    parser.add_argument(
-        "--density",
-        choices=sorted(DENSITIES),
-        default="default",
-        help="references and abstracts per paper: the demo's (default) or S2ORC v2020's",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    return parser
-
-
-def command(args: argparse.Namespace) -> None:
-    paths = generate_corpus(
-        args.num_papers,
-        args.num_shards,
-        args.seed,
-        args.first_year,
-        args.last_year,
-        args.output_pattern,
-        compresslevel=args.compresslevel,
-        density=DENSITIES[args.density],
-        progress=not args.no_progress,
-    )
-    for path in paths:
-        log.info("wrote %s", path)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli(build_parser, command, argv)

@@ -2,21 +2,28 @@
 
     python -m citeval.train graph --citations corpus/citations \
         --held-out-split samples/dataset-test [--held-out-split ...] \
-        [--held-out-mdcr mdcr_test.json ...] --output-dir OUT/graph
+        [--held-out-mdcr mdcr_test.json ...] --output-dir OUT/graph [settings] [--threads N]
 
-    python -m citeval.train embed-graph --graph OUT/graph [--dim 64] [--iterations 3] \
-        [--alpha 0.5] [--seed 13]
+    python -m citeval.train embed-graph --graph OUT/graph --seed SEED [settings]
 
     python -m citeval.train triplets --sampler {scincl,specter} --graph OUT/graph \
-        --filtered filtered/papers.parquet --output-dir OUT/NAME [--num-queries 1000] \
-        [--per-query 5] [--hard-negatives 2] [--k-positive 25] [--k-hard 4000] [--seed 13]
+        --filtered filtered/papers.parquet --output-dir OUT/NAME --seed SEED [settings]
 
     python -m citeval.train fit --triplets OUT/NAME/triplets.parquet --papers corpus/papers \
         --model-json '{"path": ..., "pooling": "cls", "similarity": "l2"}' --name NAME \
-        --output-dir OUT/NAME [--epochs 2] [--batch-size 8] [--gradient-accumulation 4] \
-        [--lr 2e-5] [--margin 1.0] [--device auto] [--threads N]
+        --output-dir OUT/NAME --seed SEED [settings] [--save-steps N] [--logging-steps N] \
+        [--threads N]
 
 ``embed-graph`` writes its files into the graph folder; ``fit`` writes ``OUT/NAME/model``.
+
+Settings are config keys, each defaulting to the schema's value (``--help`` shows it):
+``graph`` takes ``--memory-limit`` (:data:`citeval.stages.TRAIN_GRAPH`); ``embed-graph``
+``--dim --iterations --alpha --seed`` (:data:`citeval.stages.TRAIN_EMBED_GRAPH`);
+``triplets`` ``--num-queries --per-query --hard-negatives --k-positive --k-hard --seed``
+(:data:`citeval.stages.TRAIN_TRIPLETS`); ``fit`` ``--epochs --batch-size
+--gradient-accumulation --learning-rate --weight-decay --warmup-steps --margin --max-steps
+--device --seed`` (:data:`citeval.stages.TRAIN_FIT`; ``--max-steps -1``: the epochs
+decide). The other flags are wiring.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from citeval.cli import memory_size, positive_int, run_cli
+from citeval import stages
+from citeval.cli import positive_int, run_cli
 from citeval.errors import ConfigError
 
 LOG = logging.getLogger(__name__)
@@ -94,7 +102,7 @@ def fit_command(args: argparse.Namespace) -> None:
         epochs=args.epochs,
         batch_size=args.batch_size,
         gradient_accumulation=args.gradient_accumulation,
-        learning_rate=args.lr,
+        learning_rate=args.learning_rate,
         weight_decay=args.weight_decay,
         warmup_steps=args.warmup_steps,
         margin=args.margin,
@@ -114,6 +122,8 @@ def fit_command(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from citeval.train.fit import LOGGING_STEPS, SAVE_STEPS
+
     parser = argparse.ArgumentParser(
         prog="python -m citeval.train",
         description=__doc__,
@@ -132,16 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="an MDCR benchmark JSON whose query papers are removed (repeatable)",
     )  # fmt: skip
     graph.add_argument("--output-dir", required=True, type=Path)
-    graph.add_argument("--memory-limit", type=memory_size, default="2GB")
     graph.add_argument("--threads", type=positive_int, default=2)
+    stages.TRAIN_GRAPH.add_to(graph)
     graph.set_defaults(handler=graph_command)
 
     embed = commands.add_parser("embed-graph", help="citation embeddings of the graph's nodes")
     embed.add_argument("--graph", required=True, type=Path, help="the graph command's folder")
-    embed.add_argument("--dim", type=positive_int, default=64)
-    embed.add_argument("--iterations", type=positive_int, default=3)
-    embed.add_argument("--alpha", type=float, default=0.5)
-    embed.add_argument("--seed", type=int, default=13)
+    stages.TRAIN_EMBED_GRAPH.add_to(embed)
     embed.set_defaults(handler=embed_graph_command)
 
     triplets = commands.add_parser("triplets", help="sample training triplets")
@@ -149,12 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     triplets.add_argument("--graph", required=True, type=Path, help="graph (and embedding) folder")
     triplets.add_argument("--filtered", required=True, type=Path, help="filtered/papers.parquet")
     triplets.add_argument("--output-dir", required=True, type=Path)
-    triplets.add_argument("--num-queries", type=positive_int, default=1000)
-    triplets.add_argument("--per-query", type=positive_int, default=5)
-    triplets.add_argument("--hard-negatives", type=int, default=2)
-    triplets.add_argument("--k-positive", type=positive_int, default=25)
-    triplets.add_argument("--k-hard", type=positive_int, default=4000)
-    triplets.add_argument("--seed", type=int, default=13)
+    stages.TRAIN_TRIPLETS.add_to(triplets)
     triplets.set_defaults(handler=triplets_command)
 
     fit = commands.add_parser("fit", help="fine-tune an encoder on triplets")
@@ -163,19 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--name", required=True, help="the trained model's registry name")
     fit.add_argument("--model-json", required=True, help="the base model's registry entry")
     fit.add_argument("--output-dir", required=True, type=Path)
-    fit.add_argument("--epochs", type=positive_int, default=2)
-    fit.add_argument("--batch-size", type=positive_int, default=8)
-    fit.add_argument("--gradient-accumulation", type=positive_int, default=4)
-    fit.add_argument("--lr", type=float, default=2e-5)
-    fit.add_argument("--weight-decay", type=float, default=0.01)
-    fit.add_argument("--warmup-steps", type=int, default=0)
-    fit.add_argument("--margin", type=float, default=1.0)
-    fit.add_argument("--max-steps", type=int, default=-1, help="-1: the epochs decide")
-    fit.add_argument("--seed", type=int, default=13)
-    fit.add_argument("--save-steps", type=positive_int, default=500)
-    fit.add_argument("--logging-steps", type=positive_int, default=10)
-    fit.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    fit.add_argument("--save-steps", type=positive_int, default=SAVE_STEPS)
+    fit.add_argument("--logging-steps", type=positive_int, default=LOGGING_STEPS)
     fit.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
+    stages.TRAIN_FIT.add_to(fit)
     fit.set_defaults(handler=fit_command)
     return parser
 

@@ -30,14 +30,17 @@ EMBEDDING_FILE = "embedding.npy"
 META_FILE = "embedding.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GraphEmbeddingSettings:
-    """``train.graph_embedding`` of the config."""
+    """``train.graph_embedding`` of the config and ``seed``.
 
-    dim: int = 64
-    iterations: int = 3
-    alpha: float = 0.5
-    seed: int = 0
+    No field has a default here: the schema's are the only ones.
+    """
+
+    dim: int
+    iterations: int
+    alpha: float
+    seed: int
 
 
 def embed_graph(

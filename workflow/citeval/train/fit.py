@@ -44,19 +44,34 @@ CHECKPOINT_DIR = "checkpoints"
 _POOLINGS = {"cls": "cls", "mean": "mean"}
 
 
-@dataclass(frozen=True)
-class FitSettings:
-    """``train.fit`` of the config; the defaults are SciNCL's."""
+# Not config settings: the command's defaults for these are these constants.
+SAVE_STEPS = 500
+LOGGING_STEPS = 10
 
-    epochs: int = 2
-    batch_size: int = 8
-    gradient_accumulation: int = 4
-    learning_rate: float = 2e-5
-    weight_decay: float = 0.01
-    warmup_steps: int = 0
-    margin: float = 1.0
-    max_steps: int = -1
-    seed: int = 0
+
+@dataclass(frozen=True, kw_only=True)
+class FitSettings:
+    """``train.fit`` of the config (but ``device``) and ``seed``.
+
+    No field has a default here: the schema's (SciNCL's values) are the only ones.
+    ``max_steps`` -1 lets ``epochs`` decide; N >= 1 stops after N optimizer steps.
+    """
+
+    epochs: int
+    batch_size: int
+    gradient_accumulation: int
+    learning_rate: float
+    weight_decay: float
+    warmup_steps: int
+    margin: float
+    max_steps: int
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.max_steps != -1 and self.max_steps < 1:
+            raise ConfigError(
+                f"max_steps must be -1 (the epochs decide) or at least 1, got {self.max_steps}"
+            )
 
 
 def negative_inner_product(x: Any, y: Any) -> Any:
@@ -75,7 +90,7 @@ def triplet_distance(similarity: str) -> Any:
     return distances[similarity]
 
 
-def build_model(spec: ModelSpec, device: str = "auto") -> Any:
+def build_model(spec: ModelSpec, device: str) -> Any:
     """A SentenceTransformer of the registry entry: its transformer and its pooling."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
@@ -140,9 +155,9 @@ def train_encoder(
     settings: FitSettings,
     output_dir: str | os.PathLike,
     *,
-    device: str = "auto",
-    save_steps: int = 500,
-    logging_steps: int = 10,
+    device: str,
+    save_steps: int = SAVE_STEPS,
+    logging_steps: int = LOGGING_STEPS,
 ) -> Path:
     """Train ``spec``'s model on the triplets and save it to ``<output_dir>/model``."""
     from datasets import Dataset

@@ -62,10 +62,14 @@ def build_training_graph(
     held_out: Mapping[str, Sequence[str]],
     output_dir: str | os.PathLike,
     *,
-    memory_limit: str = "2GB",
+    memory_limit: str,
     threads: int = 2,
 ) -> dict[str, Any]:
-    """Write the citations without the ``held_out`` papers (by source name); return the report."""
+    """Write the citations without the ``held_out`` papers (by source name); return the report.
+
+    ``memory_limit`` is the config's ``ingest.memory_limit`` (no default here: the schema's
+    is the only one).
+    """
     citations = Path(citations_dir)
     if not citations.is_dir() or not any(citations.glob("*.parquet")):
         raise InputDataError("no parquet parts in the citations folder", path=str(citations))

@@ -46,16 +46,19 @@ TRIPLETS_FILE = "triplets.parquet"
 REPORT_FILE = "triplets_report.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TripletSettings:
-    """``train.triplets`` of the config (bands: ``train.triplets.scincl``)."""
+    """``train.triplets`` of the config (bands: ``train.triplets.scincl``) and ``seed``.
 
-    num_queries: int = 1000
-    per_query: int = 5
-    hard_negatives: int = 2
-    k_positive: int = 25
-    k_hard: int = 4000
-    seed: int = 0
+    No field has a default here: the schema's are the only ones.
+    """
+
+    num_queries: int
+    per_query: int
+    hard_negatives: int
+    k_positive: int
+    k_hard: int
+    seed: int
 
     def check(self, sampler: str) -> None:
         if sampler not in SAMPLERS:

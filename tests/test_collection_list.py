@@ -1,4 +1,4 @@
-"""The collection list (collections.tsv) and the BM25 tuning policy, in citeval.collections."""
+"""The collection list (collections.tsv) and the BM25 tuning policy, in citeval.collection_list."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from citeval.collections import (
+from citeval.collection_list import (
     COLUMNS,
     CollectionInfo,
     collection_name,

@@ -15,7 +15,7 @@ Protocol (Medić & Šnajder 2022, see DESIGN.md §1), with the details this modu
   the eligible papers no earlier field drew, so a query belongs to one field only. When
   the field-cited set is no larger than the pool size, every repetition's pool is the
   whole set.
-* **Every configured collection exists** (:func:`citeval.collections.planned_collections`):
+* **Every configured collection exists** (:func:`citeval.collection_list.planned_collections`):
   a pool size or field the corpus cannot fill gets capped sizes, or no queries at all
   (``sampling.on_too_small: cap``), and the split's report says so, so that the Snakefile
   knows every downstream job from the config before sampling runs.
@@ -44,10 +44,8 @@ every id list is sorted before drawing, so the same inputs and seed give the sam
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +55,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from citeval.cli import run_cli
-from citeval.collections import (
+from citeval.collection_list import (
     CollectionInfo,
     collection_name,
     field_slugs,
@@ -279,7 +276,7 @@ def sample_dataset_level(
     for split in SPLITS:
         queries_of_split = queries[split]
         collections[split] = []
-        # Every configured collection exists (citeval.collections.planned_collections),
+        # Every configured collection exists (citeval.collection_list.planned_collections),
         # even one sampling left without queries; only a split asked for none has none.
         if not num_queries[split]:
             continue
@@ -428,45 +425,63 @@ def sample_training(
     )
 
 
-def run_training_sampling(args: argparse.Namespace) -> None:
-    if args.years_before < 1:
-        raise ConfigError("--years-before must be at least 1: training queries predate the test")
-    guard = SizeGuard(args.on_too_small)
+def run_training_sampling(
+    filtered: str | Path,
+    corpus: str | Path,
+    output_dir: str | Path,
+    *,
+    seed: int,
+    query_year: int,
+    years_before: int,
+    num_queries: int,
+    pool_size: int,
+    min_query_references: int,
+    on_too_small: str,
+    exclude_query_ids: str | None,
+    memory_limit: str,
+    threads: int = 2,
+) -> dict:
+    """Sample the reranker's training split into ``output_dir``; return its report.
+
+    ``query_year`` is the test queries' year: training queries come from the
+    ``years_before`` years before it.
+    """
+    if years_before < 1:
+        raise ConfigError(
+            "rerank.train.years_before (--years-before) must be at least 1: "
+            "training queries predate the test"
+        )
+    guard = SizeGuard(on_too_small)
     data = CitationData(
-        Path(args.filtered),
-        Path(args.corpus),
-        query_year=args.query_year - 1,
-        first_query_year=args.query_year - args.years_before,
-        excluded_ids=read_excluded_ids(args.exclude_query_ids),
-        min_query_references=args.min_query_references,
-        memory_limit=args.memory_limit,
-        threads=args.threads,
+        Path(filtered),
+        Path(corpus),
+        query_year=query_year - 1,
+        first_query_year=query_year - years_before,
+        excluded_ids=read_excluded_ids(exclude_query_ids),
+        min_query_references=min_query_references,
+        memory_limit=memory_limit,
+        threads=threads,
     )
     collection = sample_training(
-        data,
-        seed=args.seed,
-        num_queries=args.num_queries,
-        pool_size=args.pool_size,
-        guard=guard,
+        data, seed=seed, num_queries=num_queries, pool_size=pool_size, guard=guard
     )
-    output = Path(args.output_dir)
+    output = Path(output_dir)
     write_split("dataset", "train", [collection], output / "dataset-train")
-    write_json(
-        {
-            "setup": "dataset",
-            "split": "train",
-            "seed": args.seed,
-            "query_years": [args.query_year - args.years_before, args.query_year - 1],
-            "candidates": len(data.candidate_ids),
-            "eligible_queries": len(data.eligible_queries()),
-            "queries": len(collection.queries),
-            "relevant": sum(len(r) for r in collection.qrels.values()),
-            "pool_size": len(collection.pool),
-            "requested_pool_size": collection.requested_pool_size,
-            "warnings": guard.warnings,
-        },
-        output / "train-report.json",
-    )
+    report = {
+        "setup": "dataset",
+        "split": "train",
+        "seed": seed,
+        "query_years": [query_year - years_before, query_year - 1],
+        "candidates": len(data.candidate_ids),
+        "eligible_queries": len(data.eligible_queries()),
+        "queries": len(collection.queries),
+        "relevant": sum(len(r) for r in collection.qrels.values()),
+        "pool_size": len(collection.pool),
+        "requested_pool_size": collection.requested_pool_size,
+        "warnings": guard.warnings,
+    }
+    write_json(report, output / "train-report.json")
+    return report
 
 
 def write_split(setup: str, split: str, collections: list[Collection], out_dir: Path) -> None:
@@ -520,44 +535,77 @@ def read_excluded_ids(path: str | None) -> set[str]:
     return {line.strip() for line in text.splitlines() if line.strip()}
 
 
-def run_sampling(args: argparse.Namespace) -> None:
-    guard = SizeGuard(args.on_too_small)
-    excluded = read_excluded_ids(args.exclude_query_ids)
+def run_sampling(
+    filtered: str | Path,
+    corpus: str | Path,
+    output_dir: str | Path,
+    *,
+    setup: str,
+    seed: int,
+    query_year: int,
+    num_queries: int,
+    num_valid_queries: int,
+    repetitions: int,
+    min_query_references: int,
+    on_too_small: str,
+    exclude_query_ids: str | None,
+    memory_limit: str,
+    threads: int = 2,
+    pool_sizes: Sequence[int] | None = None,
+    fields: Sequence[str] | None = None,
+    pool_size: int | None = None,
+) -> dict:
+    """Sample the test and validation splits of ``setup`` into ``output_dir``; return the
+    report.
+
+    ``setup`` is ``dataset`` (which takes ``pool_sizes``) or ``field`` (which takes
+    ``fields`` and ``pool_size``); ``num_queries`` and ``num_valid_queries`` count per field
+    for field-level.
+    """
+    if setup not in ("dataset", "field"):
+        raise ValueError(f"unknown setup {setup!r}; expected 'dataset' or 'field'")
+    guard = SizeGuard(on_too_small)
+    excluded = read_excluded_ids(exclude_query_ids)
     data = CitationData(
-        Path(args.filtered),
-        Path(args.corpus),
-        query_year=args.query_year,
+        Path(filtered),
+        Path(corpus),
+        query_year=query_year,
         excluded_ids=excluded,
-        min_query_references=args.min_query_references,
-        memory_limit=args.memory_limit,
-        threads=args.threads,
+        min_query_references=min_query_references,
+        memory_limit=memory_limit,
+        threads=threads,
     )
-    if args.setup == "dataset":
+    counts = {"test": num_queries, "valid": num_valid_queries}
+    if setup == "dataset":
+        if pool_sizes is None:
+            raise ValueError("dataset-level sampling needs pool_sizes")
         collections = sample_dataset_level(
             data,
-            seed=args.seed,
-            num_queries={"test": args.num_queries, "valid": args.num_valid_queries},
-            pool_sizes=args.pool_sizes,
-            repetitions=args.repetitions,
+            seed=seed,
+            num_queries=counts,
+            pool_sizes=pool_sizes,
+            repetitions=repetitions,
             guard=guard,
         )
     else:
+        if fields is None or pool_size is None:
+            raise ValueError("field-level sampling needs fields and pool_size")
         collections = sample_field_level(
             data,
-            seed=args.seed,
-            fields=args.fields,
-            queries_per_field={"test": args.num_queries, "valid": args.num_valid_queries},
-            pool_size=args.pool_size,
-            repetitions=args.repetitions,
+            seed=seed,
+            fields=fields,
+            queries_per_field=counts,
+            pool_size=pool_size,
+            repetitions=repetitions,
             guard=guard,
         )
-    output = Path(args.output_dir)
+    output = Path(output_dir)
     for split in SPLITS:
-        write_split(args.setup, split, collections[split], output / f"{args.setup}-{split}")
+        write_split(setup, split, collections[split], output / f"{setup}-{split}")
     report = {
-        "setup": args.setup,
-        "seed": args.seed,
-        "query_year": args.query_year,
+        "setup": setup,
+        "seed": seed,
+        "query_year": query_year,
         "excluded_query_ids": len(excluded),
         "candidates": len(data.candidate_ids),
         "eligible_queries": len(data.eligible_queries()),
@@ -577,7 +625,8 @@ def run_sampling(args: argparse.Namespace) -> None:
             for split in SPLITS
         },
     }
-    write_json(report, output / f"{args.setup}-report.json")
+    write_json(report, output / f"{setup}-report.json")
+    return report
 
 
 def write_embed_ids(sample_dirs: Sequence[str], output: str) -> int:
@@ -592,87 +641,3 @@ def write_embed_ids(sample_dirs: Sequence[str], output: str) -> int:
     ).to_arrow_table()
     write_parquet(table, output)
     return table.num_rows
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m citeval.sample",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="setup", required=True)
-    for setup in ("dataset", "field"):
-        sub = commands.add_parser(setup, help=f"{setup}-level queries and pools")
-        sub.add_argument("--filtered", required=True, help="filtered/papers.parquet")
-        sub.add_argument("--corpus", required=True, help="corpus directory (papers/, citations/)")
-        sub.add_argument("--output-dir", required=True, help="samples directory")
-        sub.add_argument("--seed", type=int, required=True)
-        sub.add_argument("--query-year", type=int, default=2019)
-        sub.add_argument(
-            "--num-queries",
-            type=int,
-            required=True,
-            help="test queries (per field for field-level)",
-        )
-        sub.add_argument(
-            "--num-valid-queries",
-            type=int,
-            default=0,
-            help="validation queries (per field for field-level)",
-        )
-        sub.add_argument("--repetitions", type=int, default=3)
-        sub.add_argument("--min-query-references", type=int, default=1)
-        sub.add_argument(
-            "--exclude-query-ids",
-            default=None,
-            help="file with one paper id per line that may never be a query",
-        )
-        sub.add_argument("--on-too-small", choices=["fail", "cap"], default="fail")
-        sub.add_argument("--memory-limit", default="2GB")
-        sub.add_argument("--threads", type=int, default=2)
-        if setup == "dataset":
-            sub.add_argument("--pool-sizes", type=int, nargs="+", required=True)
-        else:
-            sub.add_argument("--fields", nargs="+", required=True)
-            sub.add_argument("--pool-size", type=int, required=True)
-    train = commands.add_parser("train", help="the reranker's training queries and pool")
-    train.add_argument("--filtered", required=True, help="filtered/papers.parquet")
-    train.add_argument("--corpus", required=True, help="corpus directory (papers/, citations/)")
-    train.add_argument("--output-dir", required=True, help="samples directory")
-    train.add_argument("--seed", type=int, required=True)
-    train.add_argument("--query-year", type=int, required=True, help="the test queries' year")
-    train.add_argument(
-        "--years-before",
-        type=int,
-        default=1,
-        help="training queries come from the years [query-year - N, query-year - 1]",
-    )
-    train.add_argument("--num-queries", type=int, required=True)
-    train.add_argument("--pool-size", type=int, required=True)
-    train.add_argument("--min-query-references", type=int, default=1)
-    train.add_argument("--exclude-query-ids", default=None)
-    train.add_argument("--on-too-small", choices=["fail", "cap"], default="fail")
-    train.add_argument("--memory-limit", default="2GB")
-    train.add_argument("--threads", type=int, default=2)
-    union = commands.add_parser("embed-ids", help="union of every pool and query id")
-    union.add_argument("--samples", nargs="+", required=True, help="samples/<setup>-<split> dirs")
-    union.add_argument("--output", required=True)
-    return parser
-
-
-def command(args: argparse.Namespace) -> None:
-    if args.setup == "embed-ids":
-        count = write_embed_ids(args.samples, args.output)
-        log.info("%d distinct papers to embed", count)
-    elif args.setup == "train":
-        run_training_sampling(args)
-    else:
-        run_sampling(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_cli(build_parser, command, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

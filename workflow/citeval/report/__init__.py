@@ -20,21 +20,16 @@ and stored under ``bm25.ce@100`` (:func:`citeval.trec.run_file_stem`).
 * ``summary.tsv`` — every (setup, group, rep, model, measure) value in long form.
 * ``provenance.json`` — config hash, seed, package versions and input fingerprints.
 
-    python -m citeval.report --results results/demo --setups dataset field \
-        --models bm25 minilm --cutoff 30 --config-json "$(cat config.json)" \
-        --inputs resources/synthetic/demo/*.jsonl.gz --output-dir results/demo/tables \
-        [--baseline bm25 --permutations 10000 --alpha 0.05 --seed 13]
+The command line is :mod:`citeval.report.cli` (``python -m citeval.report``).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
 import math
 import platform
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -42,10 +37,9 @@ from importlib import metadata
 from pathlib import Path
 from statistics import fmean
 
-from citeval.cli import add_significance_arguments, run_cli
-from citeval.collections import CollectionInfo, field_slug, pool_size_of, read_collections
+from citeval.collection_list import CollectionInfo, field_slug, pool_size_of, read_collections
 from citeval.errors import InputDataError
-from citeval.io import file_fingerprint, write_json, write_text
+from citeval.io import file_fingerprint, write_text
 from citeval.metrics import ALL_QUERIES, read_per_query_tsv
 from citeval.significance import (
     MARKER,
@@ -54,7 +48,6 @@ from citeval.significance import (
     baseline_missing,
     footnote,
     format_pvalues_tsv,
-    settings_from_args,
     stratum_weights,
     table_tests,
 )
@@ -372,57 +365,3 @@ def provenance(config: dict, inputs: Sequence[str]) -> dict:
         "packages": package_versions(),
         "inputs": {path: file_fingerprint(path) for path in sorted(inputs)},
     }
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m citeval.report",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--results", required=True, type=Path, help="results/<dataset>")
-    parser.add_argument("--setups", nargs="+", choices=["dataset", "field"], required=True)
-    parser.add_argument("--models", nargs="+", required=True, help="table rows, in order")
-    parser.add_argument("--fields", nargs="*", default=[], help="field display names, in order")
-    parser.add_argument("--cutoff", type=int, default=30, help="k of the R@k column")
-    parser.add_argument(
-        "--rerank-models",
-        nargs="*",
-        default=[],
-        help="rows of the reranking table (first stages and their reranked runs, "
-        "e.g. bm25 'bm25>ce@100'); its metrics need the cutoffs 10 and 20",
-    )
-    parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
-    parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
-    parser.add_argument("--output-dir", required=True, type=Path)
-    add_significance_arguments(parser)
-    return parser
-
-
-def command(args: argparse.Namespace) -> None:
-    settings = settings_from_args(args)
-    if "dataset" in args.setups:
-        measures = table1_measures(args.cutoff)
-        dataset_level_table(args.results, args.models, measures, args.output_dir, settings)
-        if args.rerank_models:
-            measures = rerank_measures(args.cutoff)
-            dataset_level_table(
-                args.results, args.rerank_models, measures, args.output_dir, settings, RERANK_TABLE
-            )
-    if "field" in args.setups:
-        field_level_tables(
-            args.results, args.models, args.fields, args.cutoff, args.output_dir, settings
-        )
-    write_text(summary_table(args.results, args.setups, args.models),
-               args.output_dir / "summary.tsv")  # fmt: skip
-    write_json(provenance(json.loads(args.config_json), args.inputs),
-               args.output_dir / "provenance.json")  # fmt: skip
-    log.info("tables written to %s", args.output_dir)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_cli(build_parser, command, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

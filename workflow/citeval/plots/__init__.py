@@ -1,10 +1,7 @@
 """Figures of the paper's tables for the visual report (``snakemake --report``).
 
-    python -m citeval.plots --tables-dir results/demo/tables --output-dir OUT \
-        [--table1 table1_dataset_level.tsv] [--table2 table2_field_level_map.tsv] \
-        [--table4 table4_mdcr_types.tsv]
-
-Each figure is drawn from a table TSV (``model`` then one column per value):
+The command line is :mod:`citeval.plots.cli` (``python -m citeval.plots``). Each figure
+is drawn from a table TSV (``model`` then one column per value):
 
 * ``map_by_pool_size.png`` (Table 1): MAP against the pool size, one line per model, the
   pool size on a log axis (the paper's 200k to 2M);
@@ -16,14 +13,10 @@ PNGs are written atomically with fixed metadata, so the same tables give the sam
 
 from __future__ import annotations
 
-import argparse
 import csv
 import logging
 import os
-from collections.abc import Sequence
-from pathlib import Path
 
-from citeval.cli import run_cli
 from citeval.errors import InputDataError
 from citeval.io import atomic_path
 
@@ -134,36 +127,3 @@ PLOTS = {
     "table2": ("field_map.png", plot_field_map),
     "table4": ("mdcr_types.png", plot_mdcr_types),
 }
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m citeval.plots",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    for name in PLOTS:
-        parser.add_argument(f"--{name}", type=Path, help=f"the {name} TSV to draw")
-    parser.add_argument("--output-dir", required=True, type=Path)
-    return parser
-
-
-def command(args: argparse.Namespace) -> None:
-    drawn = 0
-    for name, (filename, draw) in PLOTS.items():
-        source = getattr(args, name)
-        if source is None:
-            continue
-        draw(read_table(source), args.output_dir / filename)
-        LOG.info("%s -> %s", source, args.output_dir / filename)
-        drawn += 1
-    if not drawn:
-        raise InputDataError("no table given (--table1, --table2, --table4)")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli(build_parser, command, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,141 +1,23 @@
-"""Dense retrieval of one collection with Faiss: the ``retrieve`` stage.
-
-For one collection (setup, split, group, rep) this ranks the pool's papers for every query
-by the similarity of their embeddings and writes a TREC run
-(``runs/<setup>-<split>/<group>.rep<rep>/<model>.trec``, see ``docs/contracts.md``). Query
-vectors come from the same embedding store as the pool: queries are embedded with the
-corpus. A query is never its own candidate: ``k + 1`` neighbours (plus a small margin, see
-below) are searched and the query's own paper is dropped.
-
-**Ties.** Faiss keeps an arbitrary member of a group of equal scores at its cut-off. So a
-few more than ``k`` neighbours are searched (:data:`citeval.faiss_index.TIE_MARGIN`) and
-:func:`citeval.trec.write_run` cuts at ``k`` in trec_eval's order (score descending, doc id
-descending), which decides ties at ``k`` the way trec_eval would unless a tie group is
-longer than the margin.
-
-**Multi-vector models (ASPIRE)** (``--pooling aspire``) are ranked by
-:func:`citeval.aspire.retrieve_aspire`, which scores a pair of papers by their best sentence
-pair.
-
-Example::
-
-    python -m citeval.retrieve --embeddings results/demo/embeddings/specter \\
-        --similarity l2 --pooling cls --queries samples/dataset-test/queries.parquet \\
-        --pools samples/dataset-test/pools.parquet --group pool-800 --rep 0 --k 500 \\
-        --index flat --threads 2 --output run.trec --tag specter
-"""
+"""``python -m citeval.retrieve``: the dense retrieval stage's command line."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import pyarrow.parquet as pq
 
 from citeval.aspire import ASPIRE_MODES, retrieve_aspire
 from citeval.cli import run_cli
-from citeval.collections import group_query_count
-from citeval.embeddings import EmbeddingStore, Selection
-from citeval.errors import ConfigError, InputDataError
-from citeval.faiss_index import (
-    INDEX_TYPES,
-    SIMILARITIES,
-    TIE_MARGIN,
-    IndexSpec,
-    build_index,
-    hits_to_run,
-    needs_normalization,
-    recall_report,
-    search,
-    search_report,
-    set_num_threads,
-)
+from citeval.embeddings import EmbeddingStore
+from citeval.errors import ConfigError
+from citeval.faiss_index import SIMILARITIES, IndexSpec, set_num_threads
 from citeval.io import write_json
-from citeval.trec import Run, write_run
+from citeval.retrieve import POOLINGS, read_collection, retrieve_dense
+from citeval.stages import RETRIEVE
+from citeval.trec import write_run
 
 log = logging.getLogger(__name__)
-
-POOLINGS = ("cls", "mean", "aspire")
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def read_collection(
-    queries_path: str | Path, pools_path: str | Path, group: str, rep: int
-) -> tuple[list[str], list[str]]:
-    """Sorted query ids of ``group`` and sorted pool paper ids of ``(group, rep)``."""
-    try:
-        queries = pq.read_table(
-            queries_path, columns=["group", "query_id"], filters=[("group", "==", group)]
-        )
-        pool = pq.read_table(
-            pools_path,
-            columns=["group", "rep", "paper_id"],
-            filters=[("group", "==", group), ("rep", "==", rep)],
-        )
-    except (OSError, ValueError, KeyError) as error:
-        raise InputDataError(f"cannot read the collection: {error}") from error
-    query_ids = sorted(set(queries.column("query_id").to_pylist()))
-    pool_ids = sorted(set(pool.column("paper_id").to_pylist()))
-    if not query_ids and group_query_count(Path(queries_path).parent, group) > 0:
-        raise InputDataError(f"no queries for group {group!r}", path=str(queries_path))
-    if not pool_ids:
-        raise InputDataError(f"no pool for group {group!r} rep {rep}", path=str(pools_path))
-    return query_ids, pool_ids
-
-
-# --------------------------------------------------------------------------- single vector
-
-
-def retrieve_dense(
-    store: EmbeddingStore,
-    pool: Selection,
-    queries: Selection,
-    *,
-    similarity: str,
-    k: int,
-    spec: IndexSpec,
-    use_gpu: bool | None = None,
-    batch_size: int = 1024,
-    progress: bool = True,
-    recall_queries: int | None = None,
-) -> tuple[Run, dict[str, Any]]:
-    """Single-vector retrieval. Returns the run and a report (with recall when asked)."""
-    built = build_index(store, pool, similarity, spec, use_gpu=use_gpu, progress=progress)
-    query_vectors = store.gather(
-        queries, normalize=needs_normalization(similarity), progress=progress, desc="query vectors"
-    )
-    k_search = min(k + 1 + TIE_MARGIN, built.ntotal)
-    started = time.perf_counter()
-    scores, labels = search(
-        built, query_vectors, k_search, batch_size=batch_size, progress=progress
-    )
-    seconds = time.perf_counter() - started
-    own = pool.index_of(queries.paper_ids)
-    run = hits_to_run(queries.paper_ids.tolist(), own, scores, labels, pool.paper_ids)
-    report = search_report(built, len(queries), seconds)
-    if recall_queries is not None:
-        report["recall"] = recall_report(
-            built,
-            store,
-            pool,
-            query_vectors,
-            k,
-            sample=recall_queries,
-            seed=spec.seed,
-            batch_size=batch_size,
-            progress=progress,
-        )
-    return run, report
-
-
-# --------------------------------------------------------------------------- CLI
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,13 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--group", required=True)
     parser.add_argument("--rep", required=True, type=int)
-    parser.add_argument("--k", type=int, default=500, help="candidates per query (default 500)")
-    parser.add_argument("--index", choices=INDEX_TYPES, default="flat")
-    parser.add_argument("--ivf-nlist", type=int, default=1024)
-    parser.add_argument("--ivf-nprobe", type=int, default=32)
-    parser.add_argument("--hnsw-m", type=int, default=32)
-    parser.add_argument("--hnsw-ef-search", type=int, default=256)
-    parser.add_argument("--hnsw-ef-construction", type=int, default=40)
+    parser.add_argument(
+        "--hnsw-ef-construction",
+        type=int,
+        default=40,
+        help="HNSW build-time candidate list size (default 40)",
+    )
     parser.add_argument(
         "--seed",
         type=int,
@@ -179,10 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--threads", type=int, default=2, help="Faiss/BLAS threads (default 2)")
     parser.add_argument(
-        "--device",
+        "--faiss-device",
         choices=["auto", "cpu", "gpu"],
         default="auto",
-        help="auto = GPU when faiss-gpu sees one (flat and ivf only)",
+        help="where Faiss searches; auto = GPU when faiss-gpu sees one (flat and ivf only)",
     )
     parser.add_argument(
         "--batch-size", type=int, default=1024, help="query vectors per search call"
@@ -221,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="queries sampled for the recall report (0 = all)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    RETRIEVE.add_to(parser)
     return parser
 
 
@@ -243,7 +125,7 @@ def command(args: argparse.Namespace) -> None:
         hnsw_ef_construction=args.hnsw_ef_construction,
         seed=args.seed,
     )
-    use_gpu = {"auto": None, "cpu": False, "gpu": True}[args.device]
+    use_gpu = {"auto": None, "cpu": False, "gpu": True}[args.faiss_device]
     progress = not args.no_progress
     query_ids, pool_ids = read_collection(args.queries, args.pools, args.group, args.rep)
     if not query_ids:
@@ -310,7 +192,3 @@ def command(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return run_cli(build_parser, command, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

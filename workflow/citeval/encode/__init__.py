@@ -26,7 +26,6 @@ removed once the shard is complete.
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import contextlib
 import hashlib
@@ -34,9 +33,7 @@ import itertools
 import json
 import logging
 import os
-import re
 import shutil
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -48,11 +45,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from citeval.cli import run_cli
 from citeval.embeddings import IDS_SUFFIX, ids_path_for, ids_schema, shard_name, write_shard
-from citeval.errors import CitevalError, ConfigError, InputDataError
+from citeval.errors import CitevalError, InputDataError
 from citeval.io import atomic_path, write_json, write_parquet
-from citeval.models import DEVICES, Encoded, Encoder, ModelSpec, load_encoder, load_model_specs
+from citeval.models import Encoded, Encoder, ModelSpec, load_encoder
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +97,7 @@ def iter_paper_chunks(
     ids: pa.Array,
     chunk_size: int,
     *,
-    memory_limit: str = "2GB",
+    memory_limit: str,
     threads: int = 2,
     temp_directory: str | os.PathLike | None = None,
     scan_batch: int = SCAN_BATCH,
@@ -273,10 +269,10 @@ def encode_shard(
     num_shards: int,
     output: str | os.PathLike,
     *,
+    device: str,
+    memory_limit: str,
     encoder: Encoder | None = None,
-    device: str = "auto",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-    memory_limit: str = "2GB",
     threads: int = 2,
     force: bool = False,
     show_progress: bool = True,
@@ -379,8 +375,9 @@ def encode_shards(
     num_shards: int,
     output_dir: str | os.PathLike,
     *,
+    device: str,
+    memory_limit: str,
     shard_ids: Sequence[int] | None = None,
-    device: str = "auto",
     **options: Any,
 ) -> list[int]:
     """Embed several shards into ``output_dir`` with one loaded model; return those computed.
@@ -397,96 +394,16 @@ def encode_shards(
         if encoder is None:
             encoder = load_encoder(spec, device=device)
         encode_shard(
-            spec, papers, ids_path, shard_id, num_shards, output, encoder=encoder, **options
+            spec,
+            papers,
+            ids_path,
+            shard_id,
+            num_shards,
+            output,
+            device=device,
+            memory_limit=memory_limit,
+            encoder=encoder,
+            **options,
         )
         computed.append(shard_id)
     return computed
-
-
-def load_spec(name: str, model_json: str | None, config_path: str | None) -> ModelSpec:
-    """The model spec from ``--model-json`` or from the ``models`` section of ``--config``."""
-    if model_json is not None:
-        try:
-            entry = json.loads(model_json)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"--model-json is not valid JSON: {error}") from error
-        return ModelSpec.from_config(name, entry)
-    assert config_path is not None
-    import yaml
-
-    try:
-        config = yaml.safe_load(Path(config_path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read config {config_path}: {error}") from error
-    specs = load_model_specs(config.get("models"))
-    if name not in specs:
-        raise ConfigError(f"{config_path}: model {name!r} is not in models ({sorted(specs)})")
-    return specs[name]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m citeval.encode",
-        description="Embed one shard of samples/embed_ids.parquet with one registered model.",
-    )
-    parser.add_argument("--model", required=True, help="registry name of the model")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model-json", help="the model's registry entry as JSON")
-    source.add_argument("--config", help="config YAML whose `models` section defines --model")
-    parser.add_argument("--papers", required=True, help="corpus/papers parquet directory")
-    parser.add_argument("--ids", required=True, help="samples/embed_ids.parquet")
-    parser.add_argument("--shard-id", type=int, required=True)
-    parser.add_argument("--num-shards", type=int, required=True)
-    parser.add_argument("--output", required=True, help="embeddings/<model>/shard-IIIII.npy")
-    parser.add_argument("--device", choices=DEVICES, default="auto")
-    parser.add_argument(
-        "--chunk-size",
-        type=int,
-        default=DEFAULT_CHUNK_SIZE,
-        help=f"papers per checkpoint (default {DEFAULT_CHUNK_SIZE})",
-    )
-    parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit (default 2GB)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=2,
-        help="CPU threads for DuckDB and for torch on CPU; the encode rule passes its "
-        "threads (default 2)",
-    )
-    parser.add_argument("--force", action="store_true", help="recompute an existing shard")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    return parser
-
-
-def command(args: argparse.Namespace) -> None:
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*(MB|GB|MiB|GiB)", args.memory_limit):
-        raise ConfigError(f"--memory-limit must look like 2GB or 512MiB, got {args.memory_limit!r}")
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be at least 1, got {args.threads}")
-    spec = load_spec(args.model, args.model_json, args.config)
-    import torch
-
-    # torch would otherwise start one thread per core of the node, not of the job.
-    torch.set_num_threads(args.threads)
-    encode_shard(
-        spec,
-        args.papers,
-        args.ids,
-        args.shard_id,
-        args.num_shards,
-        args.output,
-        device=args.device,
-        chunk_size=args.chunk_size,
-        memory_limit=args.memory_limit,
-        threads=args.threads,
-        force=args.force,
-        show_progress=not args.no_progress,
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli(build_parser, command, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

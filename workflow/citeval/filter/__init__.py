@@ -16,15 +16,13 @@ text back from the corpus only for the papers they need.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
 
-from citeval.cli import duckdb_memory_setting, memory_size, positive_int, run_cli
+from citeval.cli import duckdb_memory_setting
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet_stream
 
@@ -39,11 +37,13 @@ CITATION_COLUMNS = {
 
 @dataclass(frozen=True)
 class PrefilterRules:
-    require_year: bool = True
-    require_title: bool = True
-    min_abstract_chars: int = 30
-    min_citations: int = 3
-    citation_direction: str = "cited_by"
+    """The ``prefilter`` section of the config (its defaults live in the schema only)."""
+
+    require_year: bool
+    require_title: bool
+    min_abstract_chars: int
+    min_citations: int
+    citation_direction: str
 
     def predicates(self) -> dict[str, str]:
         """SQL predicate per rule, true when a paper *passes* it, in application order."""
@@ -68,7 +68,7 @@ def prefilter(
     report_path: str | Path,
     rules: PrefilterRules,
     *,
-    memory_limit: str = "2GB",
+    memory_limit: str,
     threads: int = 2,
 ) -> dict:
     """Apply ``rules`` to the corpus in ``papers_dir``; write the kept papers and a report."""
@@ -128,50 +128,3 @@ def prefilter(
         report["removed_by_rule_in_order"],
     )
     return report
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m citeval.filter",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--papers", required=True, help="corpus/papers directory (ingest output)")
-    parser.add_argument("--output", required=True, help="filtered papers parquet to write")
-    parser.add_argument("--report", required=True, help="filter report JSON to write")
-    parser.add_argument("--no-require-year", dest="require_year", action="store_false")
-    parser.add_argument("--no-require-title", dest="require_title", action="store_false")
-    parser.add_argument("--min-abstract-chars", type=int, default=30)
-    parser.add_argument("--min-citations", type=int, default=3)
-    parser.add_argument(
-        "--citation-direction", choices=sorted(CITATION_COLUMNS), default="cited_by"
-    )
-    parser.add_argument("--memory-limit", type=memory_size, default="2GB")
-    parser.add_argument("--threads", type=positive_int, default=2)
-    return parser
-
-
-def command(args: argparse.Namespace) -> None:
-    rules = PrefilterRules(
-        require_year=args.require_year,
-        require_title=args.require_title,
-        min_abstract_chars=args.min_abstract_chars,
-        min_citations=args.min_citations,
-        citation_direction=args.citation_direction,
-    )
-    prefilter(
-        args.papers,
-        args.output,
-        args.report,
-        rules,
-        memory_limit=args.memory_limit,
-        threads=args.threads,
-    )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_cli(build_parser, command, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

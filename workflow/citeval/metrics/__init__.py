@@ -30,25 +30,18 @@ citeval adds:
 
 from __future__ import annotations
 
-import argparse
-import logging
 import math
 import operator
 import os
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytrec_eval
 
-from citeval.cli import positive_int, run_cli
 from citeval.errors import InputDataError
 from citeval.io import write_text
-from citeval.trec import Qrels, Run, rank_documents, read_qrels, read_run
-
-LOG = logging.getLogger(__name__)
+from citeval.trec import rank_documents
 
 PerQuery = dict[str, dict[str, float]]
 
@@ -283,80 +276,3 @@ def read_per_query_tsv(path: str | os.PathLike) -> PerQuery:
     except OSError as error:
         raise InputDataError(f"cannot read: {error.strerror}", path=where) from error
     return table
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m citeval.metrics",
-        description="Evaluate a TREC run against qrels with trec_eval (pytrec_eval) "
-        "and write per-query values plus their mean (query id 'all') as TSV.",
-    )
-    parser.add_argument("--run", required=True, type=Path, help="TREC run file")
-    parser.add_argument("--qrels", required=True, type=Path, help="TREC qrels file")
-    parser.add_argument(
-        "--cutoffs",
-        required=True,
-        nargs="+",
-        type=positive_int,
-        help="cutoffs k for recall_k, P_k, f1_k and ndcg_cut_k (map, ndcg, recip_rank "
-        "are always computed)",
-    )
-    parser.add_argument(
-        "--missing-as-zero",
-        action="store_true",
-        help="score qrels queries absent from the run as 0 (like trec_eval -c); they then "
-        "also get per-query rows of zeros",
-    )
-    parser.add_argument("--output", required=True, type=Path, help="per-query TSV to write")
-    return parser
-
-
-def command(args: argparse.Namespace) -> None:
-    run: Run = read_run(args.run)
-    qrels: Qrels = read_qrels(args.qrels)
-    measures = measures_for(args.cutoffs)
-    if not qrels and not run:
-        # A collection that sampling left without queries: its means are undefined (NaN),
-        # which the tables show as a dash with the reason.
-        LOG.warning("no queries in %s and %s: every mean is NaN", args.qrels, args.run)
-        write_per_query_tsv({}, dict.fromkeys(measures, math.nan), args.output)
-        return
-    per_query = evaluate(run, qrels, measures)
-    only_run = len(run.keys() - qrels.keys())
-    only_qrels = sorted(qrels.keys() - run.keys())
-    if only_run:
-        LOG.warning("%d run queries have no qrels and are ignored", only_run)
-    if only_qrels:
-        LOG.warning(
-            "%d qrels queries are missing from the run (%s)",
-            len(only_qrels),
-            "scored 0" if args.missing_as_zero else "left out of the mean",
-        )
-    if args.missing_as_zero:
-        zeros = dict.fromkeys(measures, 0.0)
-        per_query = {qid: per_query.get(qid, zeros) for qid in sorted(qrels)}
-    if not per_query:
-        raise InputDataError(
-            f"no query to evaluate: none of the run's {len(run)} queries is among the "
-            f"{len(qrels)} queries of {args.qrels}",
-            path=str(args.run),
-        )
-    if ALL_QUERIES in per_query:
-        raise InputDataError(
-            f"query id {ALL_QUERIES!r} is reserved for the mean", path=str(args.qrels)
-        )
-    mean = mean_over_queries(per_query, measures=measures)
-    write_per_query_tsv(per_query, mean, args.output)
-    LOG.info(
-        "evaluated %d queries: %s",
-        len(per_query),
-        ", ".join(f"{m}={mean[m]:.4f}" for m in measures),
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli(build_parser, command, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,3 @@
+from citeval.encode.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""``python -m citeval.encode``: the encode stage's command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from citeval.cli import run_cli
+from citeval.encode import DEFAULT_CHUNK_SIZE, encode_shard
+from citeval.errors import ConfigError
+from citeval.models import ModelSpec, load_model_specs
+from citeval.stages import ENCODE
+
+
+def load_spec(name: str, model_json: str | None, config_path: str | None) -> ModelSpec:
+    """The model spec from ``--model-json`` or from the ``models`` section of ``--config``."""
+    if model_json is not None:
+        try:
+            entry = json.loads(model_json)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--model-json is not valid JSON: {error}") from error
+        return ModelSpec.from_config(name, entry)
+    assert config_path is not None
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(config_path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read config {config_path}: {error}") from error
+    specs = load_model_specs(config.get("models"))
+    if name not in specs:
+        raise ConfigError(f"{config_path}: model {name!r} is not in models ({sorted(specs)})")
+    return specs[name]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.encode",
+        description="Embed one shard of samples/embed_ids.parquet with one registered model.",
+    )
+    parser.add_argument("--model", required=True, help="registry name of the model")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model-json", help="the model's registry entry as JSON")
+    source.add_argument("--config", help="config YAML whose `models` section defines --model")
+    parser.add_argument("--papers", required=True, help="corpus/papers parquet directory")
+    parser.add_argument("--ids", required=True, help="samples/embed_ids.parquet")
+    parser.add_argument("--shard-id", type=int, required=True, help="shard to embed, from 0")
+    parser.add_argument("--output", required=True, help="embeddings/<model>/shard-IIIII.npy")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=DEFAULT_CHUNK_SIZE,
+        help=f"papers per checkpoint (default {DEFAULT_CHUNK_SIZE})",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="CPU threads for DuckDB and for torch on CPU; the encode rule passes its "
+        "threads (default 2)",
+    )
+    parser.add_argument("--force", action="store_true", help="recompute an existing shard")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    ENCODE.add_to(parser)
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be at least 1, got {args.threads}")
+    spec = load_spec(args.model, args.model_json, args.config)
+    import torch
+
+    # torch would otherwise start one thread per core of the node, not of the job.
+    torch.set_num_threads(args.threads)
+    encode_shard(
+        spec,
+        args.papers,
+        args.ids,
+        args.shard_id,
+        args.num_shards,
+        args.output,
+        device=args.device,
+        chunk_size=args.chunk_size,
+        memory_limit=args.memory_limit,
+        threads=args.threads,
+        force=args.force,
+        show_progress=not args.no_progress,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)

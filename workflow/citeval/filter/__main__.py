@@ -1,0 +1,3 @@
+from citeval.filter.cli import main
+
+raise SystemExit(main())

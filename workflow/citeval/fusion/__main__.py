@@ -1,0 +1,3 @@
+from citeval.fusion.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,3 @@
+from citeval.metrics.cli import main
+
+raise SystemExit(main())

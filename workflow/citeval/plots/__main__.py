@@ -1,0 +1,3 @@
+from citeval.plots.cli import main
+
+raise SystemExit(main())

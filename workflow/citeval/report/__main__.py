@@ -1,0 +1,3 @@
+from citeval.report.cli import main
+
+raise SystemExit(main())

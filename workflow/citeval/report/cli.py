@@ -1,0 +1,92 @@
+"""``python -m citeval.report``: the paper's result tables from the per-query metrics.
+
+    python -m citeval.report --results results/demo --setups dataset field \
+        --models bm25 minilm --fields Art Biology --cutoffs 30 \
+        --config-json "$(cat config.json)" --inputs resources/synthetic/demo/*.jsonl.gz \
+        --output-dir results/demo/tables --baseline bm25 --permutations 10000 \
+        --alpha 0.05 --seed 13
+
+The R@k columns use the first of ``--cutoffs``; ``--baseline none`` writes the tables
+without significance tests. The tables are described in :mod:`citeval.report`; the
+settings flags (config keys, defaults from the schema) come from :mod:`citeval.stages`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from citeval import stages
+from citeval.cli import run_cli
+from citeval.errors import ConfigError
+from citeval.io import write_json, write_text
+from citeval.report import (
+    RERANK_TABLE,
+    dataset_level_table,
+    field_level_tables,
+    provenance,
+    rerank_measures,
+    summary_table,
+    table1_measures,
+)
+from citeval.significance import settings_for
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--results", required=True, type=Path, help="results/<dataset>")
+    parser.add_argument("--setups", nargs="+", choices=["dataset", "field"], required=True)
+    parser.add_argument("--models", nargs="+", required=True, help="table rows, in order")
+    parser.add_argument(
+        "--rerank-models",
+        nargs="*",
+        default=[],
+        help="rows of the reranking table (first stages and their reranked runs, "
+        "e.g. bm25 'bm25>ce@100'); its metrics need the cutoffs 10 and 20",
+    )
+    parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
+    parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
+    parser.add_argument("--output-dir", required=True, type=Path)
+    stages.REPORT.add_to(parser)
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    if not args.cutoffs:
+        raise ConfigError("--cutoffs is empty: the R@k columns need a cutoff")
+    cutoff = args.cutoffs[0]
+    settings = settings_for(
+        args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
+    )
+    if "dataset" in args.setups:
+        measures = table1_measures(cutoff)
+        dataset_level_table(args.results, args.models, measures, args.output_dir, settings)
+        if args.rerank_models:
+            measures = rerank_measures(cutoff)
+            dataset_level_table(
+                args.results, args.rerank_models, measures, args.output_dir, settings, RERANK_TABLE
+            )
+    if "field" in args.setups:
+        field_level_tables(
+            args.results, args.models, args.fields, cutoff, args.output_dir, settings
+        )
+    write_text(
+        summary_table(args.results, args.setups, args.models), args.output_dir / "summary.tsv"
+    )
+    write_json(
+        provenance(json.loads(args.config_json), args.inputs), args.output_dir / "provenance.json"
+    )
+    log.info("tables written to %s", args.output_dir)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)

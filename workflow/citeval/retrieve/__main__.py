@@ -1,0 +1,3 @@
+from citeval.retrieve.cli import main
+
+raise SystemExit(main())

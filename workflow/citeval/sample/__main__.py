@@ -1,0 +1,3 @@
+from citeval.sample.cli import main
+
+raise SystemExit(main())
