@@ -40,7 +40,7 @@ rule bm25_index:
         directory(LAYOUT.bm25_index(**COLLECTION)),
     params:
         lucene=lambda wildcards, input: (
-            f"--lucene-papers {shlex.quote(input.corpus)}/papers"
+            shell_words(["--lucene-papers", f"{input.corpus}/papers"])
             if CONFIG.bm25.searcher == "lucene"
             else ""
         ),
