@@ -654,8 +654,10 @@ def test_merge_cli_rejects_a_count_below_one(tmp_path, capsys):
         main([*argv, "--threads", "0"])
     assert info.value.code == 2
     assert "argument --threads: must be >= 1, got 0" in capsys.readouterr().err
-    assert main([*argv, "--rows-per-part", "0"]) == 2
-    assert "ingest.rows_per_part must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # the schema's minimum, checked by argparse
+        main([*argv, "--rows-per-part", "0"])
+    assert info.value.code == 2
+    assert "argument --rows-per-part: must be >= 1000, got 0" in capsys.readouterr().err
 
 
 def test_cli_defaults_are_the_schemas_and_the_config_flags_parse():

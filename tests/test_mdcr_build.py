@@ -234,10 +234,6 @@ def test_the_configs_flags_parse(mdcr: dict) -> None:
     assert (args.seed, args.max_candidate_year) == (13, "query_year")
 
 
-@pytest.mark.xfail(
-    reason="citeval.settings keeps a nullable enum's choices without None: 'none' is refused",
-    strict=False,
-)
 def test_a_null_max_candidate_year_parses() -> None:
     config = config_with(max_candidate_year=None)
     argv = MDCR_BUILD.argv(config, models=list(MODELS))

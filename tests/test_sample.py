@@ -395,8 +395,10 @@ def test_training_split_predates_the_test_queries(corpus, tmp_path):
 
 def test_training_split_needs_earlier_years(corpus, tmp_path, capsys):
     args = ("--query-year", "2019", "--pool-size", "50", "--num-queries", "5")
-    assert run_sample(corpus, tmp_path, *args, "--years-before", "0", setup="train") != 0
-    assert "--years-before" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # the schema's minimum, checked by argparse
+        run_sample(corpus, tmp_path, *args, "--years-before", "0", setup="train")
+    assert info.value.code == 2
+    assert "argument --years-before: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_field_level_queries_belong_to_one_field(tmp_path):
