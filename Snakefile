@@ -40,7 +40,7 @@ if RERANKER:
     include: "rules/rerank.smk"
 
 
-include: "rules/report.smk"
+include: "rules/tables.smk"
 
 
 rule all:

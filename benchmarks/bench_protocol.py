@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - began
 
     results = workdir / "results" / args.name
-    costs = rule_costs(results / "benchmarks")
+    costs = rule_costs(results / "timings")
     peak = max((cost["max_rss_mb"] for cost in costs.values()), default=0.0)
     ingest = read_json(results / "corpus" / "ingest_report.json") or {}
     prefilter = read_json(results / "filtered" / "filter_report.json") or {}

@@ -18,7 +18,7 @@ rule bm25_analyze:
     log:
         LAYOUT.log("bm25_analyze"),
     benchmark:
-        LAYOUT.benchmark("bm25_analyze")
+        LAYOUT.timing("bm25_analyze")
     threads: CONFIG.retrieval.threads
     resources:
         # DuckDB sorts the papers' texts within the limit and spills beyond it; the JVM and
@@ -49,7 +49,7 @@ rule bm25_index:
     log:
         LAYOUT.log("bm25_index", *PER_COLLECTION),
     benchmark:
-        LAYOUT.benchmark("bm25_index", *PER_COLLECTION)
+        LAYOUT.timing("bm25_index", *PER_COLLECTION)
     # Any thread count gives the same index: Lucene writes it with one thread
     # (citeval.lucene.WRITER_THREADS); threads speed up the corpus scan, so a profile may
     # raise them (tests/test_bm25.py builds with 1 and 3).
@@ -78,7 +78,7 @@ rule bm25_tune:
     log:
         LAYOUT.log("bm25_tune", "{setup}"),
     benchmark:
-        LAYOUT.benchmark("bm25_tune", "{setup}")
+        LAYOUT.timing("bm25_tune", "{setup}")
     threads: CONFIG.retrieval.threads
     resources:
         mem_mb=4000,
@@ -105,7 +105,7 @@ rule bm25_search:
     log:
         LAYOUT.log("bm25_search", *PER_COLLECTION),
     benchmark:
-        LAYOUT.benchmark("bm25_search", *PER_COLLECTION)
+        LAYOUT.timing("bm25_search", *PER_COLLECTION)
     threads: CONFIG.retrieval.threads
     resources:
         mem_mb=4000,

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval import stages
 from citeval.cli import memory_bytes
 from citeval.config import load_config
-from citeval.layout import WILDCARDS, reranked_label
+from citeval.layout import MDCR_SPLIT_OF_FILE, WILDCARDS, reranked_label
 from citeval.plan import Plan, shell_words
 
 # Every job imports the citeval package from this checkout, whether or not it was
@@ -47,7 +47,7 @@ def _alternatives(names):
 wildcard_constraints:
     setup="dataset|field",
     split="test|valid|train",
-    mdcr_split="test|val",
+    mdcr_split="test|valid",
     rep=r"\d+",
     group=r"[a-z0-9-]+",
     shard=r"[A-Za-z0-9_.-]+",
@@ -104,8 +104,9 @@ def mdcr_files(wildcards):
     return PLAN.mdcr_files(wildcards.mdcr_split)
 
 
-def mdcr_sample_dir(wildcards):
-    return LAYOUT.sample_dir("field", PLAN.mdcr_sample_split(wildcards.mdcr_split))
+def split_of_file(wildcards):
+    """The split of an MDCR file name (mdcr_val.json: valid)."""
+    return MDCR_SPLIT_OF_FILE[wildcards.mdcr_file]
 
 
 def mdcr_bm25_parameters(wildcards):

@@ -20,7 +20,7 @@ rule encode:
     log:
         LAYOUT.log("encode", "{dense_model}", "shard-{index}"),
     benchmark:
-        LAYOUT.benchmark("encode", "{dense_model}", "shard-{index}")
+        LAYOUT.timing("encode", "{dense_model}", "shard-{index}")
     threads: 2
     resources:
         mem_mb=8000,

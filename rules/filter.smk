@@ -14,7 +14,7 @@ rule prefilter:
     log:
         LAYOUT.log("prefilter"),
     benchmark:
-        LAYOUT.benchmark("prefilter")
+        LAYOUT.timing("prefilter")
     threads: 2
     resources:
         # The memory limit bounds DuckDB (3/4 of it) and the process; headroom as for merge.

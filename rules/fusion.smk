@@ -16,7 +16,7 @@ rule fuse:
     log:
         LAYOUT.log("fuse", *PER_COLLECTION, "{fusion}"),
     benchmark:
-        LAYOUT.benchmark("fuse", *PER_COLLECTION, "{fusion}")
+        LAYOUT.timing("fuse", *PER_COLLECTION, "{fusion}")
     resources:
         mem_mb=1000,
         runtime=10,

@@ -18,7 +18,7 @@ rule dense_retrieve:
     log:
         LAYOUT.log("dense_retrieve", *PER_COLLECTION, "{dense_model}"),
     benchmark:
-        LAYOUT.benchmark("dense_retrieve", *PER_COLLECTION, "{dense_model}")
+        LAYOUT.timing("dense_retrieve", *PER_COLLECTION, "{dense_model}")
     threads: CONFIG.retrieval.threads
     resources:
         mem_mb=8000,

@@ -17,7 +17,7 @@ rule ingest_parse:
     log:
         LAYOUT.log("ingest_parse", "{shard}"),
     benchmark:
-        LAYOUT.benchmark("ingest_parse", "{shard}")
+        LAYOUT.timing("ingest_parse", "{shard}")
     resources:
         mem_mb=1500,
         runtime=60,
@@ -38,7 +38,7 @@ rule ingest_merge:
     log:
         LAYOUT.log("ingest_merge"),
     benchmark:
-        LAYOUT.benchmark("ingest_merge")
+        LAYOUT.timing("ingest_merge")
     threads: 2
     resources:
         # Besides the memory limit the merge holds a fixed part and a few bytes per paper

@@ -5,30 +5,33 @@
 
 rule mdcr_build:
     input:
-        samples=mdcr_sample_dir,
-        runs=lambda wildcards: PLAN.mdcr_build_runs(wildcards.mdcr_split),
+        samples=lambda wildcards: LAYOUT.sample_dir("field", split_of_file(wildcards)),
+        runs=lambda wildcards: PLAN.mdcr_build_runs(split_of_file(wildcards)),
         corpus=rules.ingest_merge.output,
         filtered=rules.prefilter.output.papers,
-        types_from=lambda wildcards: PLAN.mdcr_types_from(wildcards.mdcr_split),
+        types_from=lambda wildcards: PLAN.mdcr_types_from(split_of_file(wildcards)),
+    # The published file names say val where every other file says valid.
+    wildcard_constraints:
+        mdcr_file="test|val",
     output:
-        benchmark=LAYOUT.mdcr_file("{mdcr_split}", ".json"),
-        data=LAYOUT.mdcr_file("{mdcr_split}", "_data.jsonl"),
-        jaccard=LAYOUT.mdcr_file("{mdcr_split}", "_jaccard.tsv"),
-        report=LAYOUT.mdcr_file("{mdcr_split}", "_report.json"),
+        benchmark=LAYOUT.mdcr_file("{mdcr_file}", ".json"),
+        data=LAYOUT.mdcr_file("{mdcr_file}", "_data.jsonl"),
+        jaccard=LAYOUT.mdcr_file("{mdcr_file}", "_jaccard.tsv"),
+        report=LAYOUT.mdcr_file("{mdcr_file}", "_report.json"),
     params:
         settings=settings(stages.MDCR_BUILD, models=PLAN.mdcr_build_models),
         types_from=lambda wildcards, input: (
             f"--model-types-from {shlex.quote(input.types_from[0])}" if input.types_from else ""
         ),
-        split=lambda wildcards: PLAN.mdcr_sample_split(wildcards.mdcr_split),
-        runs=lambda wildcards: LAYOUT.runs_dir("field", PLAN.mdcr_sample_split(wildcards.mdcr_split)),
+        split=split_of_file,
+        runs=lambda wildcards: LAYOUT.runs_dir("field", split_of_file(wildcards)),
         output_dir=output_folder("benchmark"),
     conda:
         "../envs/core.yaml"
     log:
-        LAYOUT.log("mdcr_build", "{mdcr_split}"),
+        LAYOUT.log("mdcr_build", "{mdcr_file}"),
     benchmark:
-        LAYOUT.benchmark("mdcr_build", "{mdcr_split}")
+        LAYOUT.timing("mdcr_build", "{mdcr_file}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -54,7 +57,7 @@ rule mdcr_score_bm25:
     log:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "bm25"),
     benchmark:
-        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", "bm25")
+        LAYOUT.timing("mdcr_score", "{mdcr_split}", "bm25")
     threads: CONFIG.retrieval.threads
     resources:
         mem_mb=4000,
@@ -87,7 +90,7 @@ rule mdcr_score_dense:
     log:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "{dense_model}"),
     benchmark:
-        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", "{dense_model}")
+        LAYOUT.timing("mdcr_score", "{mdcr_split}", "{dense_model}")
     threads: 2
     resources:
         mem_mb=8000,
@@ -117,7 +120,7 @@ rule mdcr_score_fusion:
     log:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "{fusion}"),
     benchmark:
-        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", "{fusion}")
+        LAYOUT.timing("mdcr_score", "{mdcr_split}", "{fusion}")
     resources:
         mem_mb=2000,
         runtime=30,
@@ -139,7 +142,7 @@ rule mdcr_evaluate:
     log:
         LAYOUT.log("mdcr_evaluate", "{mdcr_split}", "{model}"),
     benchmark:
-        LAYOUT.benchmark("mdcr_evaluate", "{mdcr_split}", "{model}")
+        LAYOUT.timing("mdcr_evaluate", "{mdcr_split}", "{model}")
     resources:
         mem_mb=2000,
         runtime=30,
@@ -172,7 +175,7 @@ rule mdcr_tables:
     log:
         LAYOUT.log("mdcr_tables"),
     benchmark:
-        LAYOUT.benchmark("mdcr_tables")
+        LAYOUT.timing("mdcr_tables")
     resources:
         mem_mb=1000,
         runtime=60,

@@ -17,7 +17,7 @@ rule metrics:
     log:
         LAYOUT.log("metrics", *PER_COLLECTION, "{model}"),
     benchmark:
-        LAYOUT.benchmark("metrics", *PER_COLLECTION, "{model}")
+        LAYOUT.timing("metrics", *PER_COLLECTION, "{model}")
     resources:
         mem_mb=1000,
         runtime=10,

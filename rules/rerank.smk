@@ -24,7 +24,7 @@ rule sample_train:
     log:
         LAYOUT.log("sample_train"),
     benchmark:
-        LAYOUT.benchmark("sample_train")
+        LAYOUT.timing("sample_train")
     threads: 2
     resources:
         mem_mb=4000,
@@ -50,7 +50,7 @@ rule rerank_train:
     log:
         LAYOUT.log("rerank_train"),
     benchmark:
-        LAYOUT.benchmark("rerank_train")
+        LAYOUT.timing("rerank_train")
     threads: 2
     resources:
         mem_mb=8000,
@@ -81,7 +81,7 @@ rule rerank:
     log:
         LAYOUT.log("rerank", *PER_COLLECTION, "{first_stage}"),
     benchmark:
-        LAYOUT.benchmark("rerank", *PER_COLLECTION, "{first_stage}")
+        LAYOUT.timing("rerank", *PER_COLLECTION, "{first_stage}")
     threads: CONFIG.retrieval.threads
     resources:
         mem_mb=8000,
@@ -107,7 +107,7 @@ rule mdcr_score_rerank:
     log:
         LAYOUT.log("mdcr_score", "{mdcr_split}", RERANKER),
     benchmark:
-        LAYOUT.benchmark("mdcr_score", "{mdcr_split}", RERANKER)
+        LAYOUT.timing("mdcr_score", "{mdcr_split}", RERANKER)
     threads: 2
     resources:
         mem_mb=8000,
@@ -122,7 +122,7 @@ rule rerank_tradeoff:
     input:
         metrics=[row.metrics for row in PLAN.tradeoff_rows],
         timings=sorted({row.timing for row in PLAN.tradeoff_rows if row.timing}),
-        benchmarks=PLAN.tradeoff_benchmarks,
+        first_stage_timings=PLAN.tradeoff_timings,
     output:
         LAYOUT.table("tradeoff"),
         LAYOUT.table("tradeoff", "md"),
@@ -136,7 +136,7 @@ rule rerank_tradeoff:
     log:
         LAYOUT.log("rerank_tradeoff"),
     benchmark:
-        LAYOUT.benchmark("rerank_tradeoff")
+        LAYOUT.timing("rerank_tradeoff")
     resources:
         mem_mb=1000,
         runtime=10,

@@ -22,7 +22,7 @@ rule sample:
     log:
         LAYOUT.log("sample", "{setup}"),
     benchmark:
-        LAYOUT.benchmark("sample", "{setup}")
+        LAYOUT.timing("sample", "{setup}")
     threads: 2
     resources:
         mem_mb=4000,
@@ -43,7 +43,7 @@ rule embed_ids:
     log:
         LAYOUT.log("embed_ids"),
     benchmark:
-        LAYOUT.benchmark("embed_ids")
+        LAYOUT.timing("embed_ids")
     resources:
         mem_mb=2000,
         runtime=30,

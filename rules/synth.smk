@@ -12,7 +12,7 @@ if CONFIG.corpus.synthetic is not None:
         log:
             LAYOUT.log("synth"),
         benchmark:
-            LAYOUT.benchmark("synth")
+            LAYOUT.timing("synth")
         resources:
             mem_mb=2000,
             runtime=60,

@@ -24,7 +24,7 @@ rule train_graph:
     log:
         LAYOUT.log("train_graph"),
     benchmark:
-        LAYOUT.benchmark("train_graph")
+        LAYOUT.timing("train_graph")
     threads: 2
     resources:
         mem_mb=4000,
@@ -50,7 +50,7 @@ rule train_graph_embedding:
     log:
         LAYOUT.log("train_graph_embedding"),
     benchmark:
-        LAYOUT.benchmark("train_graph_embedding")
+        LAYOUT.timing("train_graph_embedding")
     resources:
         mem_mb=8000,
         runtime=120,
@@ -84,7 +84,7 @@ rule train_triplets:
     log:
         LAYOUT.log("train_triplets", "{trained}"),
     benchmark:
-        LAYOUT.benchmark("train_triplets", "{trained}")
+        LAYOUT.timing("train_triplets", "{trained}")
     resources:
         mem_mb=8000,
         runtime=60,
@@ -111,7 +111,7 @@ rule train_encoder:
     log:
         LAYOUT.log("train_encoder", "{trained}"),
     benchmark:
-        LAYOUT.benchmark("train_encoder", "{trained}")
+        LAYOUT.timing("train_encoder", "{trained}")
     threads: 2
     resources:
         mem_mb=8000,

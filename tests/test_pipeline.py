@@ -204,7 +204,7 @@ def planned_jobs(workdir: Path, change, *options: str) -> dict[str, list[str]]:
 
 
 UPSTREAM = {"synth", "ingest_parse", "ingest_merge", "prefilter", "sample", "embed_ids"}
-AGGREGATES = {"report", "plots", "mdcr_tables", "rerank_tradeoff"}
+AGGREGATES = {"tables", "plots", "mdcr_tables", "rerank_tradeoff"}
 
 
 def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(two_runs):
@@ -212,7 +212,7 @@ def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(two_runs):
         config["bm25"]["tune"]["k1_grid"] = [0.8, 1.2]
 
     jobs = planned_jobs(two_runs[0], change)
-    assert {"bm25_tune", "bm25_search", "metrics", "report"} <= set(jobs)
+    assert {"bm25_tune", "bm25_search", "metrics", "tables"} <= set(jobs)
     untouched = {"encode", "bm25_analyze", "bm25_index", "dense_retrieve"}
     assert not set(jobs) & (UPSTREAM | untouched)
 
@@ -222,7 +222,7 @@ def test_changing_one_model_reruns_only_its_jobs_and_their_dependents(two_runs):
         config["models"]["tiny"]["batch_size"] = 8
 
     jobs = planned_jobs(two_runs[0], change)
-    assert {"encode", "dense_retrieve", "metrics", "report"} <= set(jobs)
+    assert {"encode", "dense_retrieve", "metrics", "tables"} <= set(jobs)
     assert all("tiny" in out for out in jobs["encode"] + jobs["dense_retrieve"])
     assert not set(jobs) & (UPSTREAM | {"bm25_analyze", "bm25_index", "bm25_tune", "bm25_search"})
 
@@ -253,7 +253,7 @@ def test_changing_the_corpus_reruns_everything(two_runs):
 
 def test_changing_table_formatting_reruns_only_the_tables(two_runs):
     def change(config):
-        config.setdefault("report", {}).setdefault("significance", {})["alpha"] = 0.01
+        config.setdefault("tables", {}).setdefault("significance", {})["alpha"] = 0.01
 
     assert set(planned_jobs(two_runs[0], change)) <= AGGREGATES
 

@@ -55,9 +55,9 @@ def test_collections_follow_the_config(plan):
 def test_job_counts_of_the_default_run(plan):
     # 8 test collections x (5 first stages + 2 reranked runs).
     assert len(plan.test_metric_files()) == 56
-    assert plan.mdcr_splits == ["test", "val"]
+    assert plan.mdcr_splits == ["test", "valid"]
     assert len(plan.mdcr_build_runs("test")) == 4 * 5  # rep-0 field pools x compared models
-    assert plan.mdcr_types_from("val") == ["results/demo/mdcr/mdcr_test_report.json"]
+    assert plan.mdcr_types_from("valid") == ["results/demo/mdcr/mdcr_test_report.json"]
     assert plan.mdcr_types_from("test") == []
     assert plan.embedding_sample_dirs == [
         "results/demo/samples/dataset-test",
@@ -83,11 +83,11 @@ def test_the_tradeoff_reads_its_first_stages_timings(plan):
     assert plan.tradeoff_collection == "pool-800.rep0"
     rows = [(row.first_stage, row.k) for row in plan.tradeoff_rows]
     assert rows == [("bm25", 0), ("bm25", 10), ("bm25", 20)]
-    assert plan.tradeoff_benchmarks == [
-        "results/demo/benchmarks/bm25_search/dataset-test/pool-800.rep0.tsv"
+    assert plan.tradeoff_timings == [
+        "results/demo/timings/bm25_search/dataset-test/pool-800.rep0.tsv"
     ]
-    fused = plan.first_stage_benchmarks("rrf", "pool-800.rep0")
-    assert fused[-1] == "results/demo/benchmarks/fuse/dataset-test/pool-800.rep0/rrf.tsv"
+    fused = plan.first_stage_timings("rrf", "pool-800.rep0")
+    assert fused[-1] == "results/demo/timings/fuse/dataset-test/pool-800.rep0/rrf.tsv"
     assert len(fused) == 3  # bm25's search, minilm's retrieval, the fusion
 
 
@@ -164,7 +164,7 @@ def test_layout_templates_carry_snakemake_wildcards():
     assert layout.log("metrics", "dataset-test", "pool-400.rep0", "bm25") == (
         "results/demo/logs/metrics/dataset-test/pool-400.rep0/bm25.log"
     )
-    assert layout.mdcr_file("val", "_data.jsonl") == "results/demo/mdcr/mdcr_val_data.jsonl"
+    assert layout.mdcr_file("valid", "_data.jsonl") == "results/demo/mdcr/mdcr_val_data.jsonl"
     assert layout.embedding_shard("m", 3) == "results/demo/embeddings/m/shard-00003.npy"
     assert reranked_run("bm25", "ce", 10) == "bm25.ce@10"
     assert reranked_label("bm25", "ce", 10) == "bm25>ce@10"

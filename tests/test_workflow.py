@@ -234,7 +234,7 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     assert sum("bm25.ce@10.trec" in line for line in metrics) == 8
     assert sum("bm25.ce@20.trec" in line for line in metrics) == 8
     assert all("--cutoffs 30 10 20" in line for line in metrics)
-    (report,) = [line for line in result.stdout.splitlines() if "citeval.report" in line]
+    (report,) = [line for line in result.stdout.splitlines() if "citeval.tables" in line]
     words = shlex.split(report.removeprefix("Shell command: "))
     assert words[words.index("--rerank-models") + 1 : words.index("--rerank-models") + 4] == [
         "bm25", "bm25>ce@10", "bm25>ce@20",

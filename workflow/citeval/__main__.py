@@ -24,7 +24,7 @@ STAGES = {
     "mdcr": "MDCR: build, score, evaluate, tables",
     "rerank": "cross-encoder: train, rerank, trade-off",
     "train": "encoders from the citation graph: graph, embed-graph, triplets, fit",
-    "report": "the paper's tables and the provenance record",
+    "tables": "the paper's tables and the provenance record",
     "plots": "figures of the tables",
 }
 

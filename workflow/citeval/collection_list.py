@@ -128,10 +128,6 @@ def planned_collections(
 
 AnyCollection = TypeVar("AnyCollection", CollectionInfo, PlannedCollection)
 
-# MDCR's published files name the validation split ``val`` (mdcr_val.json); samples say
-# ``valid``.
-MDCR_SPLIT_NAMES = {"test": "test", "valid": "val"}
-
 
 def pool_group(size: int) -> str:
     """The dataset-level group of a requested pool size: ``pool-<size>``."""

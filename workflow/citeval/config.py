@@ -166,7 +166,7 @@ class Significance(Section):
     alpha: float
 
 
-class Report(Section):
+class Tables(Section):
     baseline: str | None
     significance: Significance
 
@@ -287,7 +287,7 @@ class Config(Section):
     encode: Encode
     faiss: Faiss
     fusion: list[Fusion]
-    report: Report
+    tables: Tables
     mdcr: Mdcr
     rerank: Rerank
     train: Train

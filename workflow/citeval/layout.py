@@ -23,6 +23,7 @@ WILDCARDS = {
 # MDCR's published files name the validation split ``val`` (mdcr_val.json); the samples
 # (and every other file) say ``valid``. Only the MDCR file names use ``val``.
 MDCR_FILE_SPLIT = {"test": "test", "valid": "val"}
+MDCR_SPLIT_OF_FILE = {name: split for split, name in MDCR_FILE_SPLIT.items()}
 
 
 def reranked_run(first_stage: str, reranker: str, k: int | str) -> str:
@@ -56,9 +57,10 @@ class Layout:
         """A job's log: ``logs/<job>[/<part>...].log``."""
         return "/".join([self.root, "logs", job, *parts]) + ".log"
 
-    def benchmark(self, job: str, *parts: str) -> str:
-        """A job's Snakemake benchmark record (wall time, memory): ``benchmarks/<job>...tsv``."""
-        return "/".join([self.root, "benchmarks", job, *parts]) + ".tsv"
+    def timing(self, job: str, *parts: str) -> str:
+        """A job's time and memory, as Snakemake's ``benchmark:`` records them:
+        ``timings/<job>[/<part>...].tsv`` ("benchmark" here means the MDCR file only)."""
+        return "/".join([self.root, "timings", job, *parts]) + ".tsv"
 
     # --- corpus ----------------------------------------------------------------------
 
@@ -129,15 +131,17 @@ class Layout:
     def mdcr(self) -> str:
         return f"{self.root}/mdcr"
 
-    def mdcr_file(self, mdcr_split: str, suffix: str) -> str:
-        """``mdcr/mdcr_<test|val><suffix>``: ``.json``, ``_data.jsonl``, ``_report.json``..."""
-        return f"{self.mdcr}/mdcr_{mdcr_split}{suffix}"
+    def mdcr_file(self, split: str, suffix: str) -> str:
+        """A split's file in the published names, ``mdcr/mdcr_<test|val><suffix>``:
+        ``.json``, ``_data.jsonl``, ``_report.json``... (``split``: test or valid)."""
+        name = MDCR_FILE_SPLIT.get(split, split)  # a {wildcard} stays as it is
+        return f"{self.mdcr}/mdcr_{name}{suffix}"
 
-    def mdcr_scores(self, mdcr_split: str, model: str) -> str:
-        return f"{self.mdcr}/scores/{mdcr_split}/{model}.json"
+    def mdcr_scores(self, split: str, model: str) -> str:
+        return f"{self.mdcr}/scores/{split}/{model}.json"
 
-    def mdcr_eval(self, mdcr_split: str, model: str, per_query: bool = False) -> str:
-        return f"{self.mdcr}/eval/{mdcr_split}/{model}{'.per_query' if per_query else ''}.tsv"
+    def mdcr_eval(self, split: str, model: str, per_query: bool = False) -> str:
+        return f"{self.mdcr}/eval/{split}/{model}{'.per_query' if per_query else ''}.tsv"
 
     # --- reranking and training -----------------------------------------------------
 

@@ -29,7 +29,7 @@ from citeval.collection_list import (
     tuning_collections,
 )
 from citeval.config import Config
-from citeval.layout import MDCR_FILE_SPLIT, Layout, reranked_label, reranked_run
+from citeval.layout import Layout, reranked_label, reranked_run
 from citeval.settings import StageSettings
 
 SETUP_SECTIONS = (("dataset", "dataset_level"), ("field", "field_level"))
@@ -230,26 +230,19 @@ class Plan:
 
     @cached_property
     def mdcr_splits(self) -> list[str]:
-        """MDCR file splits (``test``, ``val``): built, the test split and the validation
-        split when field-level validation queries are drawn; imported, every split the
-        config names files for."""
+        """MDCR's splits (``test``, ``valid``; only its published file names say ``val``):
+        built, the test split and the validation split when field-level validation queries
+        are drawn; imported, every split the config names files for."""
         if self.mdcr_import:
             files = self.config.mdcr.import_
-            return [
-                MDCR_FILE_SPLIT[split]
-                for split in ("test", "valid")
-                if getattr(files, split) is not None
-            ]
+            return [split for split in ("test", "valid") if getattr(files, split) is not None]
         validation = self.config.sampling.validation.queries_per_field > 0
-        return ["test", *(["val"] if validation else [])]
-
-    def mdcr_sample_split(self, mdcr_split: str) -> str:
-        return {name: split for split, name in MDCR_FILE_SPLIT.items()}[mdcr_split]
+        return ["test", *(["valid"] if validation else [])]
 
     def mdcr_files(self, mdcr_split: str) -> dict[str, str]:
         """The split's benchmark and data file: built by mdcr_build, or the imported ones."""
         if self.mdcr_import:
-            files = getattr(self.config.mdcr.import_, self.mdcr_sample_split(mdcr_split))
+            files = getattr(self.config.mdcr.import_, mdcr_split)
             return {"benchmark": files.benchmark, "data": files.data}
         return {
             "benchmark": self.layout.mdcr_file(mdcr_split, ".json"),
@@ -266,8 +259,7 @@ class Plan:
         """Every model that scores MDCR pairs: the first stages, and the reranker."""
         return [*self.first_stages, *([self.reranker] if self.reranker else [])]
 
-    def mdcr_build_runs(self, mdcr_split: str) -> list[str]:
-        split = self.mdcr_sample_split(mdcr_split)
+    def mdcr_build_runs(self, split: str) -> list[str]:
         return [
             self.layout.run("field", split, collection.name, model)
             for collection in self.collections("field", split)
@@ -277,7 +269,7 @@ class Plan:
 
     def mdcr_types_from(self, mdcr_split: str) -> list[str]:
         """The validation split takes the model types the test split selected."""
-        if mdcr_split == "val" and self.config.mdcr.model_selection == "auto":
+        if mdcr_split == "valid" and self.config.mdcr.model_selection == "auto":
             return [self.layout.mdcr_file("test", "_report.json")]
         return []
 
@@ -289,7 +281,7 @@ class Plan:
         field-level validation split when MDCR builds its validation benchmark, and the
         reranker's training split when its first stage uses an encoder."""
         dirs = self.sample_dirs(["test"])
-        if "val" in self.mdcr_splits and self.mdcr_enabled and not self.mdcr_import:
+        if "valid" in self.mdcr_splits and self.mdcr_enabled and not self.mdcr_import:
             dirs.append(self.layout.sample_dir("field", "valid"))
         if self.reranker and self.uses_encoders(self.config.rerank.train.first_stage):
             dirs.append(self.layout.sample_dir("dataset", "train"))
@@ -314,21 +306,21 @@ class Plan:
             return None
         return f"{pool_group(max(self.config.sampling.dataset_level.pool_sizes))}.rep0"
 
-    def first_stage_benchmarks(self, model: str, collection: str) -> list[str]:
-        """The benchmark records of the jobs that make a first stage's run (a fusion: its
+    def first_stage_timings(self, model: str, collection: str) -> list[str]:
+        """The timing records of the jobs that make a first stage's run (a fusion: its
         inputs' too): the trade-off reads their wall time as the first stage's cost."""
         layout = self.layout
         where = ("dataset-test", collection)
         if model == "bm25":
-            return [layout.benchmark("bm25_search", *where)]
+            return [layout.timing("bm25_search", *where)]
         if model in self.dense_models:
-            return [layout.benchmark("dense_retrieve", *where, model)]
+            return [layout.timing("dense_retrieve", *where, model)]
         inputs = [
             path
             for run in self.fusions[model].runs
-            for path in self.first_stage_benchmarks(run, collection)
+            for path in self.first_stage_timings(run, collection)
         ]
-        return [*inputs, layout.benchmark("fuse", *where, model)]
+        return [*inputs, layout.timing("fuse", *where, model)]
 
     @cached_property
     def tradeoff_rows(self) -> list[TradeoffRow]:
@@ -349,7 +341,7 @@ class Plan:
         return rows
 
     @cached_property
-    def tradeoff_benchmarks(self) -> list[str]:
+    def tradeoff_timings(self) -> list[str]:
         collection = self.tradeoff_collection
         if collection is None:
             return []
@@ -357,7 +349,7 @@ class Plan:
             {
                 path
                 for first_stage in self.config.rerank.first_stages
-                for path in self.first_stage_benchmarks(first_stage, collection)
+                for path in self.first_stage_timings(first_stage, collection)
             }
         )
 
@@ -366,7 +358,7 @@ class Plan:
         collection = self.tradeoff_collection or ""
         for first_stage in self.config.rerank.first_stages:
             words += ["--first-stage", first_stage]
-            words += self.first_stage_benchmarks(first_stage, collection)
+            words += self.first_stage_timings(first_stage, collection)
         for row in self.tradeoff_rows:
             words += ["--entry", row.first_stage, row.k, row.metrics]
             words += [row.timing] if row.timing else []

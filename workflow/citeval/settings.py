@@ -31,8 +31,8 @@ NONE = "none"
 # Flags whose values argparse checks more closely than their type says.
 _ARGPARSE_TYPES = {
     "ingest.memory_limit": memory_size,
-    "report.significance.permutations": positive_int,
-    "report.significance.alpha": probability,
+    "tables.significance.permutations": positive_int,
+    "tables.significance.alpha": probability,
 }
 
 

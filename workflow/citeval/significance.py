@@ -48,7 +48,7 @@ BATCH = 1000  # permutations evaluated at once: bounds memory on large columns
 
 @dataclass(frozen=True)
 class Settings:
-    """What the tests need from the config: ``report.baseline``, ``report.significance``
+    """What the tests need from the config: ``tables.baseline``, ``tables.significance``
     and ``seed``. No defaults here: the schema's are the only ones."""
 
     baseline: str

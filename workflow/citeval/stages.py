@@ -19,9 +19,9 @@ _SAMPLING = StageSettings.of(
     "sampling.exclude_query_ids",
 )
 _SIGNIFICANCE = StageSettings.of(
-    "report.baseline",
-    "report.significance.permutations",
-    "report.significance.alpha",
+    "tables.baseline",
+    "tables.significance.permutations",
+    "tables.significance.alpha",
     "seed",
 )
 _BM25_PARAMETERS = StageSettings.of("bm25.k1", "bm25.b", "bm25.searcher")
@@ -99,4 +99,4 @@ TRAIN_TRIPLETS = (
     + StageSettings.of("seed")
 )
 TRAIN_FIT = StageSettings.section("train.fit") + StageSettings.of("seed")
-REPORT = StageSettings.of("sampling.field_level.fields", "metrics.cutoffs") + _SIGNIFICANCE
+TABLES = StageSettings.of("sampling.field_level.fields", "metrics.cutoffs") + _SIGNIFICANCE

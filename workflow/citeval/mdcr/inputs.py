@@ -21,9 +21,10 @@ import duckdb
 import pyarrow as pa
 
 from citeval.cli import duckdb_memory_setting
-from citeval.collection_list import MDCR_SPLIT_NAMES, collection_name, field_slug, field_slugs
+from citeval.collection_list import collection_name, field_slug, field_slugs
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob
+from citeval.layout import MDCR_FILE_SPLIT
 from citeval.mdcr.construct import Inputs
 from citeval.mdcr.formats import Paper
 from citeval.trec import rank_documents, read_run
@@ -190,7 +191,7 @@ def read_inputs(
 def output_paths(output_dir: str | os.PathLike, split: str) -> dict[str, Path]:
     """The files ``build`` writes for a sample split, named as the published files are."""
     root = Path(output_dir)
-    name = MDCR_SPLIT_NAMES[split]
+    name = MDCR_FILE_SPLIT[split]
     return {
         "benchmark": root / f"mdcr_{name}.json",
         "data": root / f"mdcr_{name}_data.jsonl",

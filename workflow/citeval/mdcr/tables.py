@@ -7,7 +7,7 @@
   candidate type (the positives plus that type's negatives), each the mean over fields.
 
 Both are written as TSV (six decimals) and Markdown (one decimal) with
-:func:`citeval.report.write_table`, values ×100 as the evaluator writes them.
+:func:`citeval.tables.write_table`, values ×100 as the evaluator writes them.
 
 With a baseline and every model's per-query TSV (``evaluate --per-query-output``), every
 other model is tested against the baseline per column (:mod:`citeval.significance`): a
@@ -233,7 +233,7 @@ def write_tables(
     With ``settings`` and every model's ``(model, per-query TSV)``, also the tests against
     ``settings.baseline`` (see the module docstring).
     """
-    from citeval.report import write_table
+    from citeval.tables import write_table
 
     if not evaluations:
         raise InputDataError("no evaluation TSV to tabulate")

@@ -1,8 +1,8 @@
 """Effectiveness against cost of reranking the top K of each first stage (HAtten, Fig. 4).
 
     python -m citeval.rerank tradeoff \
-        --first-stage bm25 benchmarks/bm25.tsv \
-        --first-stage rrf benchmarks/bm25.tsv benchmarks/minilm.tsv benchmarks/rrf.tsv \
+        --first-stage bm25 timings/bm25.tsv \
+        --first-stage rrf timings/bm25.tsv timings/minilm.tsv timings/rrf.tsv \
         --entry bm25 0 metrics/bm25.tsv \
         --entry bm25 100 metrics/bm25.ce100.tsv timing/bm25.json \
         --entry bm25 200 metrics/bm25.ce200.tsv timing/bm25.json \

@@ -20,7 +20,7 @@ and stored under ``bm25.ce@100`` (:func:`citeval.trec.run_file_stem`).
 * ``summary.tsv`` — every (setup, group, rep, model, measure) value in long form.
 * ``provenance.json`` — config hash, seed, package versions and input fingerprints.
 
-The command line is :mod:`citeval.report.cli` (``python -m citeval.report``).
+The command line is :mod:`citeval.tables.cli` (``python -m citeval.tables``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # report() make up `snakemake --report report.html`, with captions from report/.
 
 
-rule report:
+rule tables:
     input:
         metrics=PLAN.test_metric_files(),
         collections=PLAN.sample_dirs(["test"]),
@@ -20,7 +20,7 @@ rule report:
             if RERANKER
             else []
         ),
-        settings=settings(stages.REPORT),
+        settings=settings(stages.TABLES),
         # Functions: the config holds braces (corpus.paths' {shard}) that are no wildcards.
         config_json=lambda wildcards: shlex.quote(
             json.dumps(PLAN.provenance_config, sort_keys=True)
@@ -30,14 +30,14 @@ rule report:
     conda:
         "../envs/core.yaml"
     log:
-        LAYOUT.log("report"),
+        LAYOUT.log("tables"),
     benchmark:
-        LAYOUT.benchmark("report")
+        LAYOUT.timing("tables")
     resources:
         mem_mb=1000,
         runtime=30,
     shell:
-        "python -m citeval.report --results {params.results:q} --setups {params.setups} "
+        "python -m citeval.tables --results {params.results:q} --setups {params.setups} "
         "--models {params.models} {params.rerank_models} {params.settings} "
         "--config-json {params.config_json} --inputs {input.corpus_inputs:q} "
         "--output-dir {params.output_dir:q} 2> {log:q}"
@@ -58,7 +58,7 @@ rule plots:
     log:
         LAYOUT.log("plots"),
     benchmark:
-        LAYOUT.benchmark("plots")
+        LAYOUT.timing("plots")
     resources:
         mem_mb=1000,
         runtime=10,

@@ -8,8 +8,8 @@ import pytest
 from citeval.collection_list import CollectionInfo, read_collections, write_collections
 from citeval.config import load_config
 from citeval.metrics import write_per_query_tsv
-from citeval.report.cli import build_parser, main
-from citeval.stages import REPORT
+from citeval.stages import TABLES
+from citeval.tables.cli import build_parser, main
 
 MEASURES = ["map", "ndcg", "recall_30"]
 
@@ -72,19 +72,19 @@ def read_tsv(path):
     return header, {row[0]: [float(v) for v in row[1:]] for row in rows}
 
 
-@pytest.mark.parametrize("report", [{}, {"baseline": None, "significance": {"alpha": 0.01}}])
-def test_the_configs_flags_parse(report):
+@pytest.mark.parametrize("tables", [{}, {"baseline": None, "significance": {"alpha": 0.01}}])
+def test_the_configs_flags_parse(tables):
     corpus = {"format": "s2orc_v2020", "paths": ["s2orc-*.jsonl.gz"]}
-    config = load_config({"dataset": "t", "seed": 3, "corpus": corpus, "report": report})
+    config = load_config({"dataset": "t", "seed": 3, "corpus": corpus, "tables": tables})
     wiring = ["--results", "r", "--setups", "field", "--models", "bm25", "--config-json", "{}"]
-    args = build_parser().parse_args([*wiring, "--output-dir", "o", *REPORT.argv(config)])
+    args = build_parser().parse_args([*wiring, "--output-dir", "o", *TABLES.argv(config)])
     assert args.models == ["bm25"]  # the table rows (wiring), not a config key
     assert args.fields == config.sampling.field_level.fields
     assert args.cutoffs == config.metrics.cutoffs
     assert (args.baseline, args.permutations, args.alpha, args.seed) == (
-        config.report.baseline,
-        config.report.significance.permutations,
-        config.report.significance.alpha,
+        config.tables.baseline,
+        config.tables.significance.permutations,
+        config.tables.significance.alpha,
         3,
     )
 

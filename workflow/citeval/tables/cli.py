@@ -1,13 +1,13 @@
-"""``python -m citeval.report``: the paper's result tables from the per-query metrics.
+"""``python -m citeval.tables``: the paper's result tables from the per-query metrics.
 
-    python -m citeval.report --results results/demo --setups dataset field \
+    python -m citeval.tables --results results/demo --setups dataset field \
         --models bm25 minilm --fields Art Biology --cutoffs 30 \
         --config-json "$(cat config.json)" --inputs resources/synthetic/demo/*.jsonl.gz \
         --output-dir results/demo/tables --baseline bm25 --permutations 10000 \
         --alpha 0.05 --seed 13
 
 The R@k columns use the first of ``--cutoffs``; ``--baseline none`` writes the tables
-without significance tests. The tables are described in :mod:`citeval.report`; the
+without significance tests. The tables are described in :mod:`citeval.tables`; the
 settings flags (config keys, defaults from the schema) come from :mod:`citeval.stages`.
 """
 
@@ -23,7 +23,8 @@ from citeval import stages
 from citeval.cli import run_cli
 from citeval.errors import ConfigError
 from citeval.io import write_json, write_text
-from citeval.report import (
+from citeval.significance import settings_for
+from citeval.tables import (
     RERANK_TABLE,
     dataset_level_table,
     field_level_tables,
@@ -32,14 +33,13 @@ from citeval.report import (
     summary_table,
     table1_measures,
 )
-from citeval.significance import settings_for
 
 log = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m citeval.report",
+        prog="python -m citeval.tables",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
     parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
     parser.add_argument("--output-dir", required=True, type=Path)
-    stages.REPORT.add_to(parser)
+    stages.TABLES.add_to(parser)
     return parser
 
 

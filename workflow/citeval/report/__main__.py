@@ -1,3 +1,0 @@
-from citeval.report.cli import main
-
-raise SystemExit(main())

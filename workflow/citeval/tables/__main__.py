@@ -1,0 +1,3 @@
+from citeval.tables.cli import main
+
+raise SystemExit(main())
