@@ -37,6 +37,11 @@ def reranked_label(first_stage: str, reranker: str, k: int | str) -> str:
     return f"{first_stage}>{reranker}@{k}"
 
 
+def run_name(label: str) -> str:
+    """The file name of a table label: ``bm25>ce@10`` -> ``bm25.ce@10``."""
+    return label.replace(">", ".")
+
+
 def split_name(setup: str, split: str) -> str:
     return f"{setup}-{split}"
 

@@ -237,10 +237,3 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
             )
         docs[doc_id] = rel
     return qrels
-
-
-def run_file_stem(model: str) -> str:
-    """The file stem of a model's runs and metrics: a reranked run's table name
-    ``bm25>ce@100`` is stored as ``bm25.ce@100``, since a ``>`` in a file name invites
-    shell accidents (``cat bm25>ce@100.trec`` overwrites a file)."""
-    return model.replace(">", ".")

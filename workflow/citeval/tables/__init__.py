@@ -8,7 +8,7 @@ Tables (TSV with full precision, Markdown rounded as in the paper; values are pe
   with R@10, MRR and F1@20 added, the measures of the two reranking papers.
 
 A reranked run is named ``<first stage>><reranker>@<K>`` (``bm25>ce@100``) in the tables
-and stored under ``bm25.ce@100`` (:func:`citeval.trec.run_file_stem`).
+and stored under ``bm25.ce@100`` (:func:`citeval.layout.run_name`).
 * ``table2_field_level_map``, ``table7_field_level_ndcg``, ``table8_field_level_recall`` —
   rows are models, columns are the fields plus AVG, the mean over fields of the mean over
   repetitions (Tables 2, 7 and 8).
@@ -40,6 +40,7 @@ from statistics import fmean
 from citeval.collection_list import CollectionInfo, field_slug, pool_size_of, read_collections
 from citeval.errors import InputDataError
 from citeval.io import file_fingerprint, write_text
+from citeval.layout import Layout, run_name
 from citeval.metrics import ALL_QUERIES, read_per_query_tsv
 from citeval.significance import (
     MARKER,
@@ -51,7 +52,6 @@ from citeval.significance import (
     stratum_weights,
     table_tests,
 )
-from citeval.trec import run_file_stem
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ PACKAGES = (
 
 def collections_of_test_split(results: Path, setup: str) -> list[CollectionInfo]:
     """The rows of ``samples/<setup>-test/collections.tsv``."""
-    return read_collections(results / "samples" / f"{setup}-test")
+    return read_collections(Layout(str(results)).sample_dir(setup, "test"))
 
 
 def groups_without_queries(results: Path, setup: str) -> set[str]:
@@ -76,7 +76,8 @@ def groups_without_queries(results: Path, setup: str) -> set[str]:
 
 
 def metrics_path(results: Path, setup: str, collection: CollectionInfo, model: str) -> Path:
-    return results / "metrics" / f"{setup}-test" / collection.name / f"{run_file_stem(model)}.tsv"
+    """A model's metrics on a test collection (``model``: its table label)."""
+    return Path(Layout(str(results)).metrics(setup, "test", collection.name, run_name(model)))
 
 
 def collection_values(
