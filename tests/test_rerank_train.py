@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,9 @@ from citeval.errors import CitevalError, InputDataError
 from citeval.rerank.cli import build_parser, main
 from citeval.rerank.model import Reranker
 from citeval.rerank.train import (
+    CHECKPOINT_DIR,
     FINAL_DIR,
+    TRAINER_STATE,
     TRAINING_JSON,
     Pair,
     TrainSettings,
@@ -100,10 +104,10 @@ def test_training_learns_a_separable_toy_task(
     run, qrels, papers = inputs
     pairs, texts = load_training_data([run], [qrels], papers, top=10)
     assert len(pairs) == 48 and sum(p.label for p in pairs) == 12  # not rebalanced
-    settings = _settings(tiny_bert_dir, learning_rate=1e-2, epochs=8)
+    settings = _settings(tiny_bert_dir, learning_rate=1e-2, epochs=12)
     record = train(pairs, texts, settings, tmp_path / "out", device="cpu", logging_steps=3)
     losses = [row["loss"] for row in record["losses"]]
-    assert record["steps"] == 24 and len(losses) == 8
+    assert record["steps"] == 36 and len(losses) == 12
     assert losses[-1] < 0.5 * losses[0]
 
     def accuracy(reranker: Reranker) -> float:
@@ -121,11 +125,15 @@ def test_training_learns_a_separable_toy_task(
     after = accuracy(Reranker(str(tmp_path / "out" / FINAL_DIR), **budgets))
     assert after == 1.0 and after > before
     saved = json.loads((tmp_path / "out" / FINAL_DIR / TRAINING_JSON).read_text())
-    assert saved["pairs"] == 48 and saved["positives"] == 12 and saved["steps"] == 24
+    assert saved["pairs"] == 48 and saved["positives"] == 12 and saved["steps"] == 36
     assert saved["settings"]["learning_rate"] == 1e-2 and saved["seconds"] > 0
 
 
-def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_same_seed_same_model_bytes_and_a_finished_run_is_not_redone(
     tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path, caplog
 ) -> None:
     run, qrels, papers = inputs
@@ -133,16 +141,17 @@ def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
     settings = _settings(tiny_bert_dir, max_steps=3)
     for name in ("a", "b"):
         train(pairs, texts, settings, tmp_path / name, device="cpu")
-    first, second = _weights(tmp_path / "a" / FINAL_DIR), _weights(tmp_path / "b" / FINAL_DIR)
-    assert first.keys() == second.keys()
-    assert all(np.array_equal(first[key], second[key]) for key in first)
+    first, second = (tmp_path / name / FINAL_DIR / "model.safetensors" for name in ("a", "b"))
+    assert _sha256(first) == _sha256(second)
     other = train(
         pairs, texts, _settings(tiny_bert_dir, max_steps=3, seed=99), tmp_path / "c", device="cpu"
     )
     assert not np.array_equal(
-        _weights(tmp_path / "c" / FINAL_DIR)["classifier.weight"], first["classifier.weight"]
+        _weights(tmp_path / "c" / FINAL_DIR)["classifier.weight"],
+        _weights(tmp_path / "a" / FINAL_DIR)["classifier.weight"],
     )
     assert other["steps"] == 3
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [FINAL_DIR]  # no checkpoints
 
     stamp = (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns
     with caplog.at_level(logging.INFO):
@@ -155,33 +164,92 @@ def test_same_seed_same_weights_and_a_finished_run_is_not_redone(
     assert (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns == stamp
 
 
-def test_an_interrupted_run_resumes_from_its_checkpoint(
+class Killed(Exception):
+    pass
+
+
+def _die_at(step: int):
+    def on_step(done: int) -> None:
+        if done == step:
+            raise Killed
+
+    return on_step
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_model(
+    tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """48 pairs in batches of 16: 3 steps per epoch, so the cut falls in the second epoch
+    and the resumed run must replay the second epoch's order, dropout and optimizer state."""
+    run, qrels, papers = inputs
+    pairs, texts = load_training_data([run], [qrels], papers, top=10)
+    settings = _settings(tiny_bert_dir, epochs=3)
+    options = dict(device="cpu", save_steps=2, logging_steps=1)
+    whole = train(pairs, texts, settings, tmp_path / "whole", **options)
+    assert whole["steps"] == 9 and whole["resumed_from"] is None
+
+    out = tmp_path / "cut"
+    with pytest.raises(Killed):
+        train(pairs, texts, settings, out, on_step=_die_at(5), **options)
+    checkpoints = out / CHECKPOINT_DIR
+    assert not (out / FINAL_DIR).exists()
+    assert sorted(p.name for p in checkpoints.iterdir() if p.is_dir()) == ["checkpoint-4"]
+    done: list[int] = []
+    resumed = train(pairs, texts, settings, out, on_step=done.append, **options)
+    assert done == [5, 6, 7, 8, 9]  # the steps after the checkpoint, not a fresh start
+    assert resumed["resumed_from"] == str(checkpoints / "checkpoint-4")
+    assert resumed["steps"] == 9
+    assert [row["step"] for row in resumed["losses"]] == list(range(1, 10))
+    assert resumed["losses"] == whole["losses"]
+    assert _sha256(out / FINAL_DIR / "model.safetensors") == _sha256(
+        tmp_path / "whole" / FINAL_DIR / "model.safetensors"
+    )
+    assert sorted(p.name for p in out.iterdir()) == [FINAL_DIR]  # checkpoints cleared
+
+
+def test_a_half_written_checkpoint_is_dropped_and_other_settings_are_refused(
     tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
     run, qrels, papers = inputs
     pairs, texts = load_training_data([run], [qrels], papers, top=10)
-    settings = _settings(tiny_bert_dir, max_steps=6)
-    whole = train(pairs, texts, settings, tmp_path / "whole", device="cpu", save_steps=2,
-                  logging_steps=1)  # fmt: skip
+    settings = _settings(tiny_bert_dir, max_steps=4)
+    options = dict(device="cpu", save_steps=2, logging_steps=1)
+    whole = train(pairs, texts, settings, tmp_path / "whole", **options)
+    # A run kept to its end keeps its checkpoints: removing the model "un-finishes" it.
+    out = tmp_path / "kept"
+    train(pairs, texts, settings, out, keep_checkpoints=True, **options)
+    checkpoints = out / CHECKPOINT_DIR
+    assert (checkpoints / "checkpoint-4" / TRAINER_STATE).is_file()
+    shutil.rmtree(out / FINAL_DIR)
+    done: list[int] = []
+    again = train(
+        pairs, texts, settings, out, keep_checkpoints=True, on_step=done.append, **options
+    )
+    assert done == []  # the last step's checkpoint is the model: no step more
+    assert again["resumed_from"] == str(checkpoints / "checkpoint-4")
+    assert again["losses"] == whole["losses"]
+    assert _sha256(out / FINAL_DIR / "model.safetensors") == _sha256(
+        tmp_path / "whole" / FINAL_DIR / "model.safetensors"
+    )
+    shutil.rmtree(out / FINAL_DIR)
+    shutil.rmtree(checkpoints / "checkpoint-4")
+    with pytest.raises(Killed):  # keep checkpoint-2 and leave a checkpoint-3 cut short
+        train(pairs, texts, settings, out, keep_checkpoints=True, on_step=_die_at(3), **options)
+    (checkpoints / "checkpoint-3").mkdir()
+    (checkpoints / "checkpoint-3" / "model.safetensors").write_bytes(b"half")
 
-    class Killed(Exception):
-        pass
-
-    def die_at_step_5(step: int, loss: float) -> None:
-        if step == 5:
-            raise Killed
-
-    out = tmp_path / "cut"
-    with pytest.raises(Killed):
-        train(pairs, texts, settings, out, device="cpu", save_steps=2, logging_steps=1,
-              on_step=die_at_step_5)  # fmt: skip
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint-4"]  # only the latest kept
-    resumed = train(pairs, texts, settings, out, device="cpu", save_steps=2, logging_steps=1)
-    assert resumed["resumed_from"].endswith("checkpoint-4")
+    with pytest.raises(CitevalError, match="other settings or pairs"):
+        train(pairs, texts, _settings(tiny_bert_dir, max_steps=4, seed=5), out, **options)
+    assert not (checkpoints / "checkpoint-3").exists()  # incomplete: removed
+    done.clear()
+    resumed = train(pairs, texts, settings, out, on_step=done.append, **options)
+    assert done == [3, 4]
+    assert resumed["resumed_from"] == str(checkpoints / "checkpoint-2")
     assert resumed["losses"] == whole["losses"]
-    first, second = _weights(tmp_path / "whole" / FINAL_DIR), _weights(out / FINAL_DIR)
-    assert all(np.array_equal(first[key], second[key]) for key in first)
-    assert sorted(p.name for p in out.iterdir()) == [FINAL_DIR]  # checkpoints cleared
+    assert _sha256(out / FINAL_DIR / "model.safetensors") == _sha256(
+        tmp_path / "whole" / FINAL_DIR / "model.safetensors"
+    )
+    assert not checkpoints.exists()
 
 
 def test_a_run_naming_a_paper_outside_the_corpus_is_located(

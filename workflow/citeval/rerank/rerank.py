@@ -3,8 +3,11 @@
     python -m citeval.rerank rerank --model OUT/model --papers corpus/papers \
         --run runs/.../bm25.trec --ks 100 200 1000 \
         --outputs bm25.ce100.trec bm25.ce200.trec bm25.ce1000.trec --timing timing.json \
-        [--query-tokens 256] [--candidate-tokens 256] [--batch-size 64] [--device auto] \
-        [--tag-prefix ce-k]
+        [settings] [--tag-prefix ce-k]
+
+The settings (``--query-tokens``, ``--candidate-tokens``, ``--batch-size``, ``--device``)
+are the config's ``rerank.*`` keys (:data:`citeval.stages.RERANK`), with the schema's
+defaults (:mod:`citeval.rerank.cli`).
 
 Query texts are the query papers' title + abstract from ``--papers`` (query ids are paper
 ids), like the candidates'.
@@ -138,13 +141,19 @@ def rerank(
     model: str | None = None,
     reranker: Any | None = None,
     timing_path: str | os.PathLike | None = None,
-    query_tokens: int = 256,
-    candidate_tokens: int = 256,
-    batch_size: int = 32,
-    device: str = "auto",
+    query_tokens: int | None = None,
+    candidate_tokens: int | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
     tag_prefix: str = "ce-k",
 ) -> dict[str, Any]:
-    """Rerank ``run_path`` for every K, write each K's run and the timing; return timing."""
+    """Rerank ``run_path`` for every K, write each K's run and the timing; return timing.
+
+    With ``model`` (a folder to load), ``query_tokens``, ``candidate_tokens``,
+    ``batch_size`` and ``device`` are required: they are the config's ``rerank.*``
+    settings and have no default here (the schema's are the only ones). With a loaded
+    ``reranker`` they are its own and must be left out.
+    """
     from citeval.rerank.model import Reranker
 
     if len(ks) != len(outputs):
@@ -157,16 +166,23 @@ def rerank(
     texts = read_papers(papers_dir, run_ids([run], depth))
     check_in_corpus(run, run_path, texts, depth)
 
+    scoring = {
+        "query_tokens": query_tokens,
+        "candidate_tokens": candidate_tokens,
+        "batch_size": batch_size,
+        "device": device,
+    }
     load_began = time.perf_counter()
     if reranker is None:
         if model is None:
             raise CitevalError("give a model folder or a loaded reranker")
-        reranker = Reranker(
-            model,
-            query_tokens=query_tokens,
-            candidate_tokens=candidate_tokens,
-            batch_size=batch_size,
-            device=device,
+        missing = [name for name, value in scoring.items() if value is None]
+        if missing:
+            raise CitevalError(f"loading {model} needs {', '.join(missing)}")
+        reranker = Reranker(model, **scoring)
+    elif any(value is not None for value in scoring.values()):
+        raise CitevalError(
+            "a loaded reranker has its own query_tokens, candidate_tokens, batch_size and device"
         )
     model_load_seconds = time.perf_counter() - load_began
     reranker.model.eval()

@@ -13,49 +13,58 @@ negative (0). Classes are not rebalanced (the paper's §5.2: adding positives or
 negatives ruined the model). A (query, candidate) pair found in several runs is taken
 once, positive if any of its qrels says so. Pairs are sorted by (query, candidate).
 
-Optimisation. Binary cross-entropy on the logit
-(``sentence_transformers.cross_encoder.losses.BinaryCrossEntropyLoss``); AdamW (β 0.9,
-0.999, decoupled weight decay on every weight but biases and LayerNorm), linear warm-up
-then linear decay to 0 (``transformers.get_linear_schedule_with_warmup``), gradient norm
-clipped at 1.0; dropout set in the model config (hidden, attention, classifier). The
-paper's values are the schema's defaults: learning rate 3e-6, weight decay 0.01, dropout
-0.1, 10,000 warm-up steps, batch 128, about one epoch. ``--max-steps`` N >= 1 overrides
-``--epochs``; -1 lets the epochs decide.
+Texts. Each side is ``title + sep_token + abstract`` cut to its own token budget
+(``--query-tokens``, ``--candidate-tokens``) before pairing, exactly as the reranker cuts
+them when it scores (:meth:`citeval.rerank.model.Reranker.prepare`): the model learns on
+the inputs it will see. The training set is a ``datasets.Dataset`` of (query text,
+candidate text, label) rows.
 
-Why not ``CrossEncoderTrainer``. It runs on transformers' ``Trainer``, which needs the
-``accelerate`` and ``datasets`` packages; neither is in the pinned environment (and
-nothing may be downloaded here). The loop below is the same recipe on the same
-CrossEncoder and loss, written out: every step's batch comes from a seeded permutation
-per epoch (``numpy.random.default_rng([seed, epoch])``), the classifier head is drawn
-after ``torch.manual_seed(seed)``, so the same seed gives the same weights on CPU.
+Optimisation. sentence-transformers' ``CrossEncoderTrainer`` (transformers' ``Trainer``)
+runs the loop: binary cross-entropy on the logit
+(``sentence_transformers.cross_encoder.losses.BinaryCrossEntropyLoss``); AdamW
+(``adamw_torch``: β 0.9, 0.999, ε 1e-8, decoupled weight decay on every weight but biases
+and LayerNorm), linear warm-up then linear decay to 0, gradient norm clipped at 1.0,
+float16 mixed precision on CUDA only; dropout set in the model config (hidden, attention,
+classifier). The paper's values are the schema's defaults: learning rate 3e-6, weight
+decay 0.01, dropout 0.1, 10,000 warm-up steps, batch 128, about one epoch. ``--max-steps``
+N >= 1 overrides ``--epochs``; -1 lets the epochs decide.
+
+Determinism. The classifier head is drawn after ``torch.manual_seed(seed)``; the trainer's
+``seed`` and ``data_seed`` are the seed, so each epoch's order is a permutation seeded by
+(seed + epoch) (accelerate's seedable sampler), and data loading runs in the main process
+(``dataloader_num_workers=0``). On CPU the same seed, pairs, settings and thread count
+give the same ``model.safetensors``, byte for byte, whether or not the run was resumed
+(a checkpoint holds the optimizer, scheduler and RNG states).
 
 Output folder (``--output-dir OUT``):
 
-* ``OUT/checkpoint-<step>/state.pt`` every ``--save-steps`` steps (model, optimizer,
-  scheduler, torch generator state, losses so far), written atomically; only the latest
-  is kept. A restarted job resumes from the latest checkpoint; its settings and pair
-  count must match the checkpoint's.
+* ``OUT/checkpoints/checkpoint-<step>/`` every ``--save-steps`` steps (transformers'
+  checkpoint: model, optimizer, scheduler, RNG states, trainer state); only the latest is
+  kept. ``OUT/checkpoints/fingerprint.json`` records the settings and pairs they were
+  written with. A restarted job resumes from the latest complete checkpoint
+  (``transformers.trainer_utils.get_last_checkpoint``; one without ``trainer_state.json``,
+  the last file a save writes, was cut short and is removed); its fingerprint must match.
 * ``OUT/model/``: the final CrossEncoder folder (loadable by ``CrossEncoder(path)`` and by
   ``citeval.rerank rerank --model``) with ``training.json`` (pairs, positives, queries,
-  steps, losses per logging step, seconds, settings). It is written to a temporary folder
-  and renamed, so its presence means the run finished: a finished run is never redone.
-  Checkpoints are deleted afterwards unless ``--keep-checkpoints``.
+  steps, losses per logging step, seconds, settings, the checkpoint it resumed from). It
+  is written to a temporary folder and renamed, so its presence means the run finished: a
+  finished run is never redone. ``OUT/checkpoints`` is deleted afterwards unless
+  ``--keep-checkpoints``.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
+import json
 import logging
 import math
 import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from citeval.errors import CitevalError, InputDataError
 from citeval.io import atomic_path, write_json
@@ -65,12 +74,14 @@ from citeval.trec import read_qrels
 LOG = logging.getLogger(__name__)
 
 FINAL_DIR = "model"
+CHECKPOINT_DIR = "checkpoints"
+FINGERPRINT_JSON = "fingerprint.json"
+TRAINING_JSON = "training.json"
+# transformers writes this file last when it saves a checkpoint.
+TRAINER_STATE = "trainer_state.json"
 # Not config settings: the command's defaults for these are these constants.
 SAVE_STEPS = 500
 LOGGING_STEPS = 50
-TRAINING_JSON = "training.json"
-CHECKPOINT_PREFIX = "checkpoint-"
-STATE_FILE = "state.pt"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,47 +154,136 @@ def total_steps(n_pairs: int, settings: TrainSettings) -> tuple[int, int]:
     return per_epoch, total
 
 
-def batch_indices(step: int, n_pairs: int, per_epoch: int, settings: TrainSettings) -> np.ndarray:
-    """The pair indices of (0-based) ``step``: a seeded permutation per epoch, cut in batches."""
-    epoch, position = divmod(step, per_epoch)
-    order = np.random.default_rng([settings.seed, epoch]).permutation(n_pairs)
-    return order[position * settings.batch_size : (position + 1) * settings.batch_size]
-
-
-def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
-    """The checkpoint folder with the highest step in ``output_dir`` (or None)."""
-    found = []
-    for path in Path(output_dir).glob(f"{CHECKPOINT_PREFIX}*"):
-        suffix = path.name[len(CHECKPOINT_PREFIX) :]
-        if suffix.isdigit() and (path / STATE_FILE).is_file():
-            found.append((int(suffix), path))
-    return max(found)[1] if found else None
-
-
-def _optimizer(model: Any, settings: TrainSettings) -> Any:
-    import torch
-
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        if not parameter.requires_grad:
-            continue
-        if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
-            no_decay.append(parameter)
-        else:
-            decay.append(parameter)
-    groups = [
-        {"params": decay, "weight_decay": settings.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=settings.learning_rate, betas=(0.9, 0.999), eps=1e-8)
-
-
-def _fingerprint(settings: TrainSettings, pairs: Sequence[Pair]) -> dict[str, Any]:
+def fingerprint(settings: TrainSettings, pairs: Sequence[Pair]) -> dict[str, Any]:
+    """What a checkpoint must have been trained with to be resumed: settings and pairs."""
+    digest = hashlib.sha256()
+    for pair in pairs:
+        digest.update(f"{pair.query_id}\t{pair.candidate_id}\t{pair.label}\n".encode())
     return {
-        "settings": dataclasses.asdict(settings),
+        "settings": asdict(settings),
         "pairs": len(pairs),
         "positives": sum(p.label for p in pairs),
+        "pairs_sha256": digest.hexdigest(),
     }
+
+
+def last_checkpoint(checkpoints: Path) -> Path | None:
+    """The latest complete checkpoint under ``checkpoints`` (None: none).
+
+    A checkpoint folder without ``trainer_state.json`` was being written when the job died:
+    it is removed, and the one before it (kept until a save completes) is taken.
+    """
+    from transformers.trainer_utils import get_last_checkpoint
+
+    while checkpoints.is_dir():
+        found = get_last_checkpoint(str(checkpoints))
+        if found is None:
+            return None
+        path = Path(found)
+        if (path / TRAINER_STATE).is_file():
+            return path
+        LOG.warning("%s is incomplete (no %s): removing it", path, TRAINER_STATE)
+        shutil.rmtree(path)
+    return None
+
+
+def _check_fingerprint(checkpoints: Path, expected: dict[str, Any], resume: Path | None) -> None:
+    """Refuse checkpoints written with other settings or pairs; record ours otherwise."""
+    path = checkpoints / FINGERPRINT_JSON
+    if resume is not None:
+        found = json.loads(path.read_text()) if path.is_file() else None
+        if found != expected:
+            raise CitevalError(
+                f"{resume} was written with other settings or pairs ({found} vs {expected}); "
+                f"delete {checkpoints} to start afresh"
+            )
+        return
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    write_json(expected, path)
+
+
+def _step_callback(on_step: Callable[[int], None]) -> Any:
+    from transformers import TrainerCallback
+
+    class OnStep(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            on_step(state.global_step)
+
+    return OnStep()
+
+
+def _dataset(
+    reranker: Any, pairs: Sequence[Pair], texts: dict[str, tuple[str | None, str | None]]
+) -> Any:
+    """A ``datasets.Dataset`` of (query, candidate, label), each side cut to its budget."""
+    from datasets import Dataset
+
+    pair_texts, _ = reranker.prepare(
+        [reranker.text(*texts[p.query_id]) for p in pairs],
+        [reranker.text(*texts[p.candidate_id]) for p in pairs],
+    )
+    reranker.clear_cache()
+    return Dataset.from_dict(
+        {
+            "query": [query for query, _ in pair_texts],
+            "candidate": [candidate for _, candidate in pair_texts],
+            "label": [float(p.label) for p in pairs],
+        }
+    )
+
+
+def _trainer(
+    reranker: Any,
+    dataset: Any,
+    settings: TrainSettings,
+    checkpoints: Path,
+    *,
+    save_steps: int,
+    logging_steps: int,
+    on_step: Callable[[int], None] | None,
+) -> Any:
+    """sentence-transformers' ``CrossEncoderTrainer`` with the paper's recipe."""
+    from sentence_transformers.cross_encoder import (
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    on_cuda = reranker.device.type == "cuda"
+    arguments = CrossEncoderTrainingArguments(
+        output_dir=str(checkpoints),
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        per_device_train_batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        weight_decay=settings.weight_decay,
+        warmup_steps=settings.warmup_steps,
+        lr_scheduler_type="linear",
+        optim="adamw_torch",
+        adam_beta1=0.9,
+        adam_beta2=0.999,
+        adam_epsilon=1e-8,
+        max_grad_norm=settings.max_grad_norm,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        fp16=on_cuda,
+        use_cpu=not on_cuda,
+        save_strategy="steps",
+        save_steps=save_steps,
+        save_total_limit=1,
+        logging_strategy="steps",
+        logging_steps=logging_steps,
+        report_to="none",
+        dataloader_num_workers=0,
+        dataloader_pin_memory=on_cuda,
+    )
+    return CrossEncoderTrainer(
+        model=reranker.model,
+        args=arguments,
+        train_dataset=dataset,
+        loss=BinaryCrossEntropyLoss(reranker.model),
+        callbacks=[_step_callback(on_step)] if on_step is not None else None,
+    )
 
 
 def train(
@@ -196,18 +296,16 @@ def train(
     save_steps: int = SAVE_STEPS,
     logging_steps: int = LOGGING_STEPS,
     keep_checkpoints: bool = False,
-    on_step: Callable[[int, float], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train on ``pairs`` and write ``output_dir/model``; return the ``training.json`` record.
 
-    ``on_step(step, loss)`` is called after each optimiser step (1-based step); tests use
-    it to simulate an interrupted job.
+    Returns ``{}`` when ``output_dir/model`` is already finished. ``on_step(step)`` is
+    called after each optimizer step (1-based), before that step's checkpoint is saved;
+    tests raise from it to simulate a killed job.
     """
     import torch
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-    from tqdm import tqdm
-    from transformers import get_linear_schedule_with_warmup
 
     from citeval.rerank.model import Reranker
 
@@ -216,10 +314,8 @@ def train(
     if (final / TRAINING_JSON).is_file():
         LOG.info("%s is finished (it has %s): nothing to do", final, TRAINING_JSON)
         return {}
-    output.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
     per_epoch, steps = total_steps(len(pairs), settings)
-    if steps < 1:
-        raise CitevalError("nothing to train: 0 steps")
     if settings.warmup_steps >= steps:
         LOG.warning(
             "warm-up (%d steps) is not shorter than the run (%d steps): the learning rate "
@@ -228,9 +324,18 @@ def train(
             steps,
             settings.learning_rate,
         )
-    torch.manual_seed(settings.seed)
+    checkpoints = output / CHECKPOINT_DIR
+    expected = fingerprint(settings, pairs)
+    resume = last_checkpoint(checkpoints)
+    _check_fingerprint(checkpoints, expected, resume)
+    state = json.loads((resume / TRAINER_STATE).read_text()) if resume is not None else {}
+    # The trainer resumed from the last step's checkpoint would take one step more: that
+    # checkpoint (the job died before the model folder was renamed) is the model.
+    finished = state.get("global_step", 0) >= steps
+
+    torch.manual_seed(settings.seed)  # the new classification head
     reranker = Reranker(
-        settings.base_model,
+        str(resume) if finished else settings.base_model,
         query_tokens=settings.query_tokens,
         candidate_tokens=settings.candidate_tokens,
         batch_size=settings.batch_size,
@@ -238,124 +343,62 @@ def train(
         dropout=settings.dropout,
         layers=settings.base_layers,
     )
-    model = reranker.model
-    pair_texts, _ = reranker.prepare(
-        [reranker.text(*texts[p.query_id]) for p in pairs],
-        [reranker.text(*texts[p.candidate_id]) for p in pairs],
-    )
-    labels = torch.tensor([p.label for p in pairs], dtype=torch.float32)
-    loss_fn = BinaryCrossEntropyLoss(model)
-    optimizer = _optimizer(model, settings)
-    scheduler = get_linear_schedule_with_warmup(optimizer, settings.warmup_steps, steps)
-    fingerprint = _fingerprint(settings, pairs)
-
-    start, log_rows, seconds_before, window = 0, [], 0.0, []
-    resumed_from = None
-    checkpoint = latest_checkpoint(output)
-    if checkpoint is not None:
-        state = torch.load(
-            checkpoint / STATE_FILE, map_location=reranker.device, weights_only=False
-        )
-        if state["fingerprint"] != fingerprint:
-            raise CitevalError(
-                f"{checkpoint} was written with other settings or pairs "
-                f"({state['fingerprint']} vs {fingerprint}); delete it to start afresh"
-            )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
-        start, log_rows, window = state["step"], state["log"], state["window"]
-        seconds_before = state["seconds"]
-        resumed_from = str(checkpoint)
-        LOG.info("resuming from %s (step %d of %d)", checkpoint, start, steps)
-
     LOG.info(
-        "training on %d pairs (%d positives), %d steps of %d, %d steps per epoch",
+        "training on %d pairs (%d positives), %d steps of %d, %d steps per epoch%s",
         len(pairs),
-        fingerprint["positives"],
+        expected["positives"],
         steps,
         settings.batch_size,
         per_epoch,
+        f", resuming from {resume}" if resume is not None else "",
     )
-    model.train()
-    began = time.perf_counter()
-    with tqdm(total=steps, initial=start, unit="step", desc="train", mininterval=5.0) as bar:
-        for step in range(start, steps):
-            members = batch_indices(step, len(pairs), per_epoch, settings)
-            batch_pairs = [pair_texts[i] for i in members]
-            loss = loss_fn(
-                [[q for q, _ in batch_pairs], [c for _, c in batch_pairs]],
-                labels[members].to(reranker.device),
-            )
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            value = float(loss.detach())
-            window.append(value)
-            done = step + 1
-            bar.update(1)
-            if done % logging_steps == 0 or done == steps:
-                row = {
-                    "step": done,
-                    "loss": math.fsum(window) / len(window),
-                    "lr": scheduler.get_last_lr()[0],
-                }
-                log_rows.append(row)
-                window = []
-                LOG.info("step %d: loss %.4f, lr %.3g", done, row["loss"], row["lr"])
-            if done % save_steps == 0 and done < steps:
-                _save_checkpoint(
-                    output,
-                    done,
-                    {
-                        "step": done,
-                        "model": model.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "torch_rng": torch.get_rng_state(),
-                        "log": log_rows,
-                        "window": window,
-                        "seconds": seconds_before + time.perf_counter() - began,
-                        "fingerprint": fingerprint,
-                    },
-                )
-            if on_step is not None:
-                on_step(done, value)
+    if finished:
+        LOG.info("%s is the last step's checkpoint: the model is taken from it", resume)
+        log_history, train_loss, train_seconds = state["log_history"], None, 0.0
+    else:
+        trainer = _trainer(
+            reranker,
+            _dataset(reranker, pairs, texts),
+            settings,
+            checkpoints,
+            save_steps=save_steps,
+            logging_steps=logging_steps,
+            on_step=on_step,
+        )
+        result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        log_history = trainer.state.log_history
+        train_loss = float(result.training_loss)
+        train_seconds = float(result.metrics["train_runtime"])
+    model = reranker.model
     model.eval()
     record = {
-        **fingerprint,
+        "settings": expected["settings"],
+        "pairs": expected["pairs"],
+        "positives": expected["positives"],
+        "pairs_sha256": expected["pairs_sha256"],
         "queries": len({p.query_id for p in pairs}),
         "steps": steps,
         "steps_per_epoch": per_epoch,
-        "losses": log_rows,
-        "seconds": seconds_before + time.perf_counter() - began,
-        "resumed_from": resumed_from,
-        "device": str(reranker.device),
+        "train_loss": train_loss,
+        "losses": [
+            {"step": entry["step"], "loss": entry["loss"], "lr": entry["learning_rate"]}
+            for entry in log_history
+            if "loss" in entry
+        ],
+        "seconds": round(time.perf_counter() - started, 3),
+        "train_seconds": round(train_seconds, 3),
+        "resumed_from": str(resume) if resume is not None else None,
+        "device": reranker.device.type,
+        "fp16": reranker.device.type == "cuda",
         **(extra or {}),
     }
-    with atomic_path(final) as tmp:
-        model.save(str(tmp))
-        write_json(record, tmp / TRAINING_JSON)
-    LOG.info("wrote %s (%.1f s of training)", final, record["seconds"])
+    with atomic_path(final) as temporary:
+        model.save(str(temporary))
+        write_json(record, temporary / TRAINING_JSON)
+    LOG.info("wrote %s (%.1f s)", final, record["seconds"])
     if not keep_checkpoints:
-        for path in output.glob(f"{CHECKPOINT_PREFIX}*"):
-            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(checkpoints, ignore_errors=True)
     return record
-
-
-def _save_checkpoint(output: Path, step: int, state: dict[str, Any]) -> None:
-    import torch
-
-    with atomic_path(output / f"{CHECKPOINT_PREFIX}{step}") as tmp:
-        tmp.mkdir()
-        torch.save(state, tmp / STATE_FILE)
-    for path in output.glob(f"{CHECKPOINT_PREFIX}*"):
-        if path.name != f"{CHECKPOINT_PREFIX}{step}":
-            shutil.rmtree(path, ignore_errors=True)
-    LOG.info("checkpoint at step %d", step)
 
 
 def load_training_data(
