@@ -40,6 +40,11 @@ if RERANKER:
     include: "rules/rerank.smk"
 
 
+if PLAN.local_enabled:
+
+    include: "rules/local.smk"
+
+
 include: "rules/tables.smk"
 
 

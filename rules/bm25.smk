@@ -98,8 +98,11 @@ rule bm25_search:
     output:
         LAYOUT.run(**COLLECTION, model="bm25"),
     params:
-        settings=settings(stages.BM25_SEARCH),
+        settings=lambda wildcards: settings(
+            stages.BM25_SEARCH, k=PLAN.retrieval_k(wildcards.setup)
+        ),
         tuned=params_json,
+        queries=query_papers,
     conda:
         "../envs/bm25.yaml"
     log:
@@ -112,6 +115,6 @@ rule bm25_search:
         runtime=120,
     shell:
         "python -m citeval.bm25 search --index-dir {input.index:q} "
-        "--papers {input.corpus:q}/papers --queries {input.samples:q}/queries.parquet "
+        "--papers {params.queries:q} --queries {input.samples:q}/queries.parquet "
         "--group {wildcards.group:q} {params.settings} {params.tuned} --threads {threads} "
         "--output {output:q} --tag bm25 > {log:q} 2>&1"

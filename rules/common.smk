@@ -45,7 +45,7 @@ def _alternatives(names):
 
 
 wildcard_constraints:
-    setup="dataset|field",
+    setup="dataset|field|local",
     split="test|valid|train",
     mdcr_split="test|valid",
     rep=r"\d+",
@@ -78,8 +78,24 @@ def collection_of(wildcards):
 
 
 def bm25_parameters(wildcards):
+    if wildcards.setup == "local":
+        return []  # contexts are not papers: the global task's tuned k1/b do not carry over
     setup = PLAN.bm25_tuning_setup(wildcards.setup, wildcards.split)
     return LAYOUT.bm25_tuning(setup) if PLAN.bm25_tuned else []
+
+
+def query_papers(wildcards, input):
+    """The queries' texts: the corpus's papers, or the local task's contexts."""
+    if wildcards.setup == "local":
+        return LAYOUT.query_papers(wildcards.split)
+    return f"{input.corpus}/papers"
+
+
+def query_embeddings(wildcards):
+    """The local task's queries are embedded apart from the papers."""
+    if wildcards.setup != "local":
+        return []
+    return LAYOUT.query_embeddings(wildcards.dense_model, wildcards.split) + "/shard-00000.npy"
 
 
 def bm25_tuning_collections(wildcards):

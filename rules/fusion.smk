@@ -10,7 +10,11 @@ rule fuse:
     output:
         LAYOUT.run(**COLLECTION, model="{fusion}"),
     params:
-        settings=lambda wildcards: settings(stages.FUSE, k=PLAN.fusions[wildcards.fusion].k),
+        settings=lambda wildcards: settings(
+            stages.FUSE,
+            k=PLAN.fusions[wildcards.fusion].k,
+            depth=PLAN.retrieval_k(wildcards.setup),
+        ),
     conda:
         "../envs/core.yaml"
     log:

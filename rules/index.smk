@@ -6,13 +6,17 @@ rule dense_retrieve:
     input:
         shards=embedding_shards,
         samples=split_sample_dir,
+        queries=query_embeddings,
     output:
         run=LAYOUT.run(**COLLECTION, model="{dense_model}"),
     params:
         embeddings=lambda wildcards: LAYOUT.embeddings(wildcards.dense_model),
+        queries=lambda wildcards, input: (
+            shell_words(["--query-embeddings", Path(input.queries).parent]) if input.queries else ""
+        ),
         similarity=lambda wildcards: PLAN.registry[wildcards.dense_model]["similarity"],
         pooling=lambda wildcards: PLAN.registry[wildcards.dense_model]["pooling"],
-        settings=settings(stages.RETRIEVE),
+        settings=lambda wildcards: settings(stages.RETRIEVE, k=PLAN.retrieval_k(wildcards.setup)),
     conda:
         "../envs/dense.yaml"
     log:
@@ -27,6 +31,6 @@ rule dense_retrieve:
         "python -m citeval.retrieve --embeddings {params.embeddings:q} "
         "--similarity {params.similarity:q} --pooling {params.pooling:q} "
         "--queries {input.samples:q}/queries.parquet --pools {input.samples:q}/pools.parquet "
-        "--group {wildcards.group:q} --rep {wildcards.rep:q} {params.settings} "
+        "--group {wildcards.group:q} --rep {wildcards.rep:q} {params.settings} {params.queries} "
         "--threads {threads} --output {output.run:q} --tag {wildcards.dense_model:q} "
         "2> {log:q}"

@@ -11,7 +11,9 @@ rule metrics:
         qrels=lambda wildcards: LAYOUT.qrels(
             wildcards.setup, wildcards.split, collection_of(wildcards)
         ),
-        settings=settings(stages.METRICS, cutoffs=PLAN.metric_cutoffs),
+        settings=lambda wildcards: settings(
+            stages.METRICS, cutoffs=PLAN.metric_cutoffs_of(wildcards.setup)
+        ),
     conda:
         "../envs/core.yaml"
     log:

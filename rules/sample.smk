@@ -12,6 +12,8 @@ rule sample:
         test=directory(LAYOUT.sample_dir("{setup}", "test")),
         valid=directory(LAYOUT.sample_dir("{setup}", "valid")),
         report=LAYOUT.sample_report("{setup}"),
+    wildcard_constraints:
+        setup="dataset|field",
     params:
         settings=lambda wildcards: settings(
             stages.SAMPLE_DATASET if wildcards.setup == "dataset" else stages.SAMPLE_FIELD

@@ -1,12 +1,17 @@
-# The embedded default corpus: synthetic S2ORC v2020 shards written into resources/.
+# The embedded default corpus: synthetic S2ORC v2020 shards written into resources/, and
+# their full text (pdf_parses shards) when the local task reads it.
 if CONFIG.corpus.synthetic is not None:
 
     rule synth:
         output:
             [path for _, path in PLAN.shards.values()],
+            PLAN.local_inputs.values(),
         params:
             settings=settings(stages.SYNTH),
             pattern=lambda wildcards: CONFIG.corpus.paths[0],  # {shard} is no wildcard
+            fulltext=lambda wildcards: shell_words(
+                ["--fulltext-pattern", CONFIG.local.input.paths[0]] if PLAN.local_inputs else []
+            ),
         conda:
             "../envs/core.yaml"
         log:
@@ -18,4 +23,4 @@ if CONFIG.corpus.synthetic is not None:
             runtime=60,
         shell:
             "python -m citeval.synth {params.settings} --output-pattern {params.pattern:q} "
-            "2> {log:q}"
+            "{params.fulltext} 2> {log:q}"

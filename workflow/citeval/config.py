@@ -231,6 +231,33 @@ class Rerank(Section):
     train: RerankTrain
 
 
+class LocalInput(Section):
+    format: Literal["s2orc_v2020", "s2ag", "curated"]
+    paths: list[str]
+
+
+class LocalWindow(Section):
+    unit: Literal["chars", "sentences"]
+    chars: int
+    sentences: int
+
+
+class Local(Section):
+    enabled: bool
+    input: LocalInput
+    window: LocalWindow
+    marker_token: str
+    query_year: int | None
+    valid_fraction: float
+    num_queries: int | None
+    num_valid_queries: int | None
+    pool_size: int | None
+    global_context: bool
+    k: int
+    cutoffs: list[int]
+    models: list[str]
+
+
 class TrainModel(Section):
     sampler: Literal["scincl", "specter"]
     base: str
@@ -290,6 +317,7 @@ class Config(Section):
     tables: Tables
     mdcr: Mdcr
     rerank: Rerank
+    local: Local
     train: Train
 
 
@@ -458,6 +486,13 @@ def check_config(config: Config) -> None:
             raise ConfigError(
                 f"rerank.ks {rerank.ks} go deeper than the runs (retrieval.k {config.retrieval.k})"
             )
+    local = config.local
+    if local.enabled:
+        _unknown("local.models", local.models, first_stages)
+        if not local.input.paths:
+            raise ConfigError("local.input.paths names no input (full text or curated contexts)")
+        if max(local.cutoffs) > local.k:
+            raise ConfigError(f"local.cutoffs {local.cutoffs} go deeper than local.k {local.k}")
     mdcr = config.mdcr
     if mdcr.enabled and mdcr.source == "build":
         _unknown("mdcr.models", mdcr.models, first_stages)

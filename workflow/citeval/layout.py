@@ -25,6 +25,11 @@ WILDCARDS = {
 MDCR_FILE_SPLIT = {"test": "test", "valid": "val"}
 MDCR_SPLIT_OF_FILE = {name: split for split, name in MDCR_FILE_SPLIT.items()}
 
+# The local task has one collection per split: every granularity shares its pool and runs.
+LOCAL_SETUP = "local"
+LOCAL_GROUP = "contexts"
+LOCAL_COLLECTION = f"{LOCAL_GROUP}.rep0"
+
 
 def reranked_run(first_stage: str, reranker: str, k: int | str) -> str:
     """The file name of a reranked run: ``<first stage>.<reranker>@<K>``."""
@@ -172,6 +177,33 @@ class Layout:
     def trained(self, name: str, file: str) -> str:
         """A trained encoder's files: ``train/<name>/<file>`` (``model``, ``triplets.parquet``)."""
         return f"{self.train}/{name}/{file}"
+
+    # --- local citation recommendation ----------------------------------------------
+
+    @property
+    def local(self) -> str:
+        return f"{self.root}/local"
+
+    def contexts_staging(self, shard: str) -> str:
+        """One full-text input's raw contexts (``.parquet``, ``.json`` report: ``suffix``)."""
+        return f"{self.local}/staging/{shard}"
+
+    @property
+    def contexts(self) -> SimpleNamespace:
+        return SimpleNamespace(
+            table=f"{self.local}/contexts.parquet", report=f"{self.local}/contexts_report.json"
+        )
+
+    def query_papers(self, split: str) -> str:
+        """The local queries' texts, as a papers folder (citeval.local.sample)."""
+        return f"{self.sample_dir('local', split)}/query_papers"
+
+    def query_ids(self, split: str) -> str:
+        return f"{self.sample_dir('local', split)}/query_ids.parquet"
+
+    def query_embeddings(self, model: str, split: str) -> str:
+        """A model's embeddings of the local queries of a split (one shard)."""
+        return f"{self.local}/embeddings/{model}/{split}"
 
     # --- tables and figures -----------------------------------------------------------
 

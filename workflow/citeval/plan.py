@@ -29,7 +29,7 @@ from citeval.collection_list import (
     tuning_collections,
 )
 from citeval.config import Config
-from citeval.layout import Layout, reranked_label, reranked_run
+from citeval.layout import LOCAL_COLLECTION, Layout, reranked_label, reranked_run
 from citeval.settings import StageSettings
 
 SETUP_SECTIONS = (("dataset", "dataset_level"), ("field", "field_level"))
@@ -285,6 +285,8 @@ class Plan:
             dirs.append(self.layout.sample_dir("field", "valid"))
         if self.reranker and self.uses_encoders(self.config.rerank.train.first_stage):
             dirs.append(self.layout.sample_dir("dataset", "train"))
+        if self.local_dense_models:
+            dirs += [self.layout.sample_dir("local", split) for split in self.local_splits]
         return dirs
 
     def embedding_shards(self, model: str) -> list[str]:
@@ -379,6 +381,84 @@ class Plan:
             return []
         return [self.mdcr_files(split)["benchmark"] for split in self.mdcr_splits]
 
+    # --- local citation recommendation ------------------------------------------------
+
+    @cached_property
+    def local_enabled(self) -> bool:
+        return self.config.local.enabled
+
+    @cached_property
+    def local_inputs(self) -> dict[str, str]:
+        """Staging name -> full-text or curated-contexts input file (synthetic: one per
+        metadata shard, written by rule synth)."""
+        if not self.local_enabled:
+            return {}
+        patterns = self.config.local.input.paths
+        if self.config.corpus.synthetic is not None:
+            return {shard: patterns[0].format(shard=shard) for shard in self.shards}
+        inputs: dict[str, str] = {}
+        for path in _expand_patterns(patterns):
+            name = _shard_name(path)
+            if name in inputs:
+                raise ValueError(f"two local inputs map to the same staging name {name!r}: {path}")
+            inputs[name] = path
+        return inputs
+
+    @cached_property
+    def local_query_year(self) -> int:
+        return self.config.local.query_year or self.config.sampling.query_year
+
+    @cached_property
+    def local_splits(self) -> list[str]:
+        """The evaluated splits: test, and validation unless its share is 0."""
+        return ["test", *(["valid"] if self.config.local.valid_fraction > 0 else [])]
+
+    @cached_property
+    def local_models(self) -> list[str]:
+        """The local tables' rows (local.models)."""
+        return list(self.config.local.models) if self.local_enabled else []
+
+    @cached_property
+    def local_runs(self) -> list[str]:
+        """Every run the local rows need: the rows and the runs their fusions fuse."""
+        needed = set(self.local_models)
+        for model in self.local_models:
+            if model in self.fusions:
+                needed.update(self.fusions[model].runs)
+        return [model for model in self.first_stages if model in needed]
+
+    @cached_property
+    def local_dense_models(self) -> list[str]:
+        return [model for model in self.local_runs if model in self.dense_models]
+
+    @cached_property
+    def local_cutoffs(self) -> list[int]:
+        """local.cutoffs, and 10 for NDCG@10."""
+        return sorted({*self.config.local.cutoffs, 10})
+
+    def metric_cutoffs_of(self, setup: str) -> list[int]:
+        return self.local_cutoffs if setup == "local" else self.metric_cutoffs
+
+    def retrieval_k(self, setup: str) -> int:
+        """Candidates per query: local.k for the local task, else retrieval.k."""
+        return self.config.local.k if setup == "local" else self.config.retrieval.k
+
+    def local_metrics(self, split: str) -> dict[str, str]:
+        return {
+            model: self.layout.metrics("local", split, LOCAL_COLLECTION, model)
+            for model in self.local_models
+        }
+
+    def local_table(self, split: str, ext: str = "tsv") -> str:
+        return self.layout.table(f"local_{split}", ext)
+
+    def local_outputs(self) -> list[str]:
+        return [
+            self.local_table(split, ext)
+            for split in (self.local_splits if self.local_enabled else [])
+            for ext in ("tsv", "md")
+        ]
+
     # --- tables and final outputs ---------------------------------------------------
 
     @cached_property
@@ -455,4 +535,5 @@ class Plan:
             *self.test_metric_files(),
             *self.mdcr_outputs(),
             *self.tradeoff_outputs(),
+            *self.local_outputs(),
         ]

@@ -100,3 +100,25 @@ TRAIN_TRIPLETS = (
 )
 TRAIN_FIT = StageSettings.section("train.fit") + StageSettings.of("seed")
 TABLES = StageSettings.of("sampling.field_level.fields", "metrics.cutoffs") + _SIGNIFICANCE
+CONTEXTS = StageSettings.of(
+    "local.input.format",
+    ("local.window.unit", "window-unit"),
+    ("local.window.chars", "window-chars"),
+    ("local.window.sentences", "window-sentences"),
+    "local.marker_token",
+    "ingest.max_bad_fraction",
+)
+LOCAL_SAMPLE = (
+    StageSettings.of(
+        "seed",
+        "sampling.on_too_small",
+        "local.valid_fraction",
+        "local.num_queries",
+        "local.num_valid_queries",
+        "local.pool_size",
+        "local.global_context",
+    )
+    + _MEMORY
+)
+LOCAL_TABLES = StageSettings.of("local.cutoffs") + _SIGNIFICANCE
+CONTEXTS_MERGE = _MEMORY

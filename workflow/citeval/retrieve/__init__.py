@@ -93,10 +93,15 @@ def retrieve_dense(
     batch_size: int = 1024,
     progress: bool = True,
     recall_queries: int | None = None,
+    query_store: EmbeddingStore | None = None,
 ) -> tuple[Run, dict[str, Any]]:
-    """Single-vector retrieval. Returns the run and a report (with recall when asked)."""
+    """Single-vector retrieval. Returns the run and a report (with recall when asked).
+
+    ``queries`` are rows of ``query_store`` when given (queries that are not papers, such as
+    the local task's citation contexts), else of ``store``.
+    """
     built = build_index(store, pool, similarity, spec, use_gpu=use_gpu, progress=progress)
-    query_vectors = store.gather(
+    query_vectors = (query_store or store).gather(
         queries, normalize=needs_normalization(similarity), progress=progress, desc="query vectors"
     )
     k_search = min(k + 1 + TIE_MARGIN, built.ntotal)

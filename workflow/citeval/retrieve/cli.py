@@ -39,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="aspire = one vector per sentence, scored by the best sentence pair",
     )
     parser.add_argument(
+        "--query-embeddings",
+        type=Path,
+        default=None,
+        help="embeddings of the queries when they are not papers of --embeddings (the local "
+        "task's contexts: local/embeddings/<model>/<split>)",
+    )
+    parser.add_argument(
         "--queries", required=True, type=Path, help="samples/<setup>-<split>/queries.parquet"
     )
     parser.add_argument(
@@ -149,7 +156,12 @@ def command(args: argparse.Namespace) -> None:
             f"but {args.embeddings} is {actual}-vector"
         )
     pool = store.locate(pool_ids, what="pool papers")
-    queries = store.locate(query_ids, what="queries")
+    query_store = None
+    if args.query_embeddings is not None:
+        if multi:
+            raise ConfigError("--query-embeddings is for single-vector models, not aspire")
+        query_store = EmbeddingStore(args.query_embeddings)
+    queries = (query_store or store).locate(query_ids, what="queries")
     recall_queries = args.recall_queries if args.recall_report is not None else None
     common = {
         "similarity": args.similarity,
@@ -171,7 +183,7 @@ def command(args: argparse.Namespace) -> None:
             **common,
         )
     else:
-        run, report = retrieve_dense(store, pool, queries, **common)
+        run, report = retrieve_dense(store, pool, queries, query_store=query_store, **common)
     write_run(run, args.output, args.tag, k=args.k)
     log.info("wrote %s (%d queries, k=%d)", args.output, len(run), args.k)
     if args.recall_report is not None:

@@ -630,12 +630,17 @@ def run_sampling(
 
 
 def write_embed_ids(sample_dirs: Sequence[str], output: str) -> int:
-    """The union of every pool and query id: the papers an encoder has to embed once."""
+    """The union of every pool and query id: the papers an encoder has to embed once.
+
+    A sample whose queries are not papers (the local task's contexts, which carry their own
+    texts in ``query_papers/``) contributes its pools only.
+    """
     con = duckdb.connect()
     parts = []
     for directory in map(Path, sample_dirs):
         parts.append(f"SELECT paper_id FROM read_parquet('{directory / 'pools.parquet'}')")
-        parts.append(f"SELECT query_id FROM read_parquet('{directory / 'queries.parquet'}')")
+        if not (directory / "query_papers").exists():
+            parts.append(f"SELECT query_id FROM read_parquet('{directory / 'queries.parquet'}')")
     table = con.sql(
         f"SELECT DISTINCT paper_id FROM ({' UNION ALL '.join(parts)}) ORDER BY paper_id"
     ).to_arrow_table()

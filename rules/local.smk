@@ -1,0 +1,142 @@
+# Local citation recommendation (docs/local.md): contexts from full text or curated files,
+# split by time into samples/local-{test,valid}, which BM25, the encoders, fusion and the
+# metrics rules run on as on any sample (setup "local"), and the local tables.
+
+
+rule contexts_extract:
+    input:
+        lambda wildcards: PLAN.local_inputs[wildcards.shard],
+    output:
+        table=LAYOUT.contexts_staging("{shard}") + ".parquet",
+        report=LAYOUT.contexts_staging("{shard}") + ".json",
+    params:
+        settings=settings(stages.CONTEXTS),
+    conda:
+        "../envs/core.yaml"
+    log:
+        LAYOUT.log("contexts_extract", "{shard}"),
+    benchmark:
+        LAYOUT.timing("contexts_extract", "{shard}")
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    shell:
+        "python -m citeval.contexts extract --input {input:q} --output {output.table:q} "
+        "--report {output.report:q} {params.settings} 2> {log:q}"
+
+
+rule contexts_merge:
+    input:
+        tables=[LAYOUT.contexts_staging(shard) + ".parquet" for shard in PLAN.local_inputs],
+        reports=[LAYOUT.contexts_staging(shard) + ".json" for shard in PLAN.local_inputs],
+        corpus=rules.ingest_merge.output,
+    output:
+        table=LAYOUT.contexts.table,
+        report=LAYOUT.contexts.report,
+    params:
+        settings=settings(stages.CONTEXTS_MERGE),
+    conda:
+        "../envs/core.yaml"
+    log:
+        LAYOUT.log("contexts_merge"),
+    benchmark:
+        LAYOUT.timing("contexts_merge")
+    threads: 2
+    resources:
+        mem_mb=MEMORY_MB + 1000,
+        runtime=120,
+    shell:
+        "python -m citeval.contexts merge --staging {input.tables:q} "
+        "--reports {input.reports:q} --papers {input.corpus:q}/papers "
+        "--output {output.table:q} --report {output.report:q} --threads {threads} "
+        "{params.settings} 2> {log:q}"
+
+
+rule local_sample:
+    input:
+        contexts=rules.contexts_merge.output.table,
+        filtered=rules.prefilter.output.papers,
+        corpus=rules.ingest_merge.output,
+    output:
+        test=directory(LAYOUT.sample_dir("local", "test")),
+        valid=directory(LAYOUT.sample_dir("local", "valid")),
+        report=LAYOUT.sample_report("local"),
+    params:
+        settings=settings(stages.LOCAL_SAMPLE),
+        query_year=PLAN.local_query_year,
+        output_dir=output_folder("report"),
+    conda:
+        "../envs/core.yaml"
+    log:
+        LAYOUT.log("local_sample"),
+    benchmark:
+        LAYOUT.timing("local_sample")
+    threads: 2
+    resources:
+        mem_mb=MEMORY_MB + 1000,
+        runtime=60,
+    shell:
+        "python -m citeval.local sample --contexts {input.contexts:q} "
+        "--filtered {input.filtered:q} --papers {input.corpus:q}/papers "
+        "--output-dir {params.output_dir:q} --query-year {params.query_year} "
+        "{params.settings} --threads {threads} 2> {log:q}"
+
+
+rule encode_local_queries:
+    input:
+        samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+        model=trained_model_folder,
+    output:
+        LAYOUT.query_embeddings("{dense_model}", "{split}") + "/shard-00000.npy",
+    params:
+        spec=model_spec_json,
+        settings=settings(stages.ENCODE, num_shards=1),
+        query_papers=lambda wildcards: LAYOUT.query_papers(wildcards.split),
+        query_ids=lambda wildcards: LAYOUT.query_ids(wildcards.split),
+    conda:
+        "../envs/dense.yaml"
+    log:
+        LAYOUT.log("encode_local_queries", "{dense_model}", "{split}"),
+    benchmark:
+        LAYOUT.timing("encode_local_queries", "{dense_model}", "{split}")
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    shell:
+        "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
+        "--papers {params.query_papers:q} --ids {params.query_ids:q} --shard-id 0 "
+        "{params.settings} --threads {threads} --output {output:q} 2> {log:q}"
+
+
+rule local_tables:
+    input:
+        metrics=lambda wildcards: PLAN.local_metrics(wildcards.split).values(),
+        samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+    output:
+        tsv=LAYOUT.table("local_{split}"),
+        markdown=LAYOUT.table("local_{split}", "md"),
+    params:
+        metrics=lambda wildcards: shell_words(
+            word
+            for model, path in PLAN.local_metrics(wildcards.split).items()
+            for word in ("--metrics", model, path)
+        ),
+        query_papers=lambda wildcards: LAYOUT.query_papers(wildcards.split),
+        title=lambda wildcards: (
+            f"Local citation recommendation, {wildcards.split} split "
+            f"(citing papers of {PLAN.local_query_year})"
+        ),
+        settings=settings(stages.LOCAL_TABLES),
+    conda:
+        "../envs/core.yaml"
+    log:
+        LAYOUT.log("local_tables", "{split}"),
+    benchmark:
+        LAYOUT.timing("local_tables", "{split}")
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m citeval.local tables {params.metrics} --query-papers {params.query_papers:q} "
+        "--title {params.title:q} {params.settings} --output {output.tsv:q} 2> {log:q}"

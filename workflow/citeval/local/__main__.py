@@ -1,0 +1,5 @@
+import sys
+
+from citeval.local.cli import main
+
+sys.exit(main())

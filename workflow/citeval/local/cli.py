@@ -1,0 +1,98 @@
+"""``python -m citeval.local sample|tables``: the local task's command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+
+from citeval.cli import positive_int, run_cli
+from citeval.errors import ConfigError
+from citeval.local.sample import sample_local
+from citeval.local.tables import local_table
+from citeval.significance import settings_for
+from citeval.stages import LOCAL_SAMPLE, LOCAL_TABLES
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m citeval.local",
+        description="Local citation recommendation: test and validation samples, tables.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    sample = commands.add_parser(
+        "sample",
+        help="split contexts by time and write samples/local-{test,valid}",
+        description="Write samples/local-test and samples/local-valid (docs/local.md).",
+    )
+    sample.add_argument("--contexts", required=True, help="local/contexts.parquet")
+    sample.add_argument("--filtered", required=True, help="filtered/papers.parquet")
+    sample.add_argument("--papers", required=True, help="corpus/papers folder")
+    sample.add_argument("--output-dir", required=True, help="samples folder")
+    sample.add_argument(
+        "--query-year",
+        type=int,
+        required=True,
+        help="citing papers of this year are the queries (local.query_year, else "
+        "sampling.query_year)",
+    )
+    sample.add_argument("--threads", type=positive_int, default=2, help="DuckDB threads")
+    LOCAL_SAMPLE.add_to(sample)
+    tables = commands.add_parser(
+        "tables",
+        help="a split's table, one section per granularity",
+        description="A split's local table from the per-query metrics of each model.",
+    )
+    tables.add_argument(
+        "--metrics",
+        nargs=2,
+        action="append",
+        metavar=("MODEL", "TSV"),
+        required=True,
+        help="a model (row, in order) and its per-query metrics on the split",
+    )
+    tables.add_argument("--query-papers", required=True, help="samples/local-<split>/query_papers")
+    tables.add_argument("--output", required=True, help="tables/local_<split>.tsv")
+    tables.add_argument("--title", required=True)
+    LOCAL_TABLES.add_to(tables)
+    return parser
+
+
+def command(args: argparse.Namespace) -> None:
+    if args.command == "sample":
+        report = sample_local(
+            args.contexts,
+            args.filtered,
+            args.papers,
+            args.output_dir,
+            seed=args.seed,
+            query_year=args.query_year,
+            valid_fraction=args.valid_fraction,
+            num_queries=args.num_queries,
+            num_valid_queries=args.num_valid_queries,
+            pool_size=args.pool_size,
+            global_context=args.global_context,
+            on_too_small=args.on_too_small,
+            memory_limit=args.memory_limit,
+            threads=args.threads,
+        )
+        for split, counts in report["splits"].items():
+            log.info(
+                "local %s: %d queries, pool of %d", split, counts["queries"], counts["pool_size"]
+            )
+        return
+    models = [model for model, _ in args.metrics]
+    if len(set(models)) != len(models):
+        raise ConfigError(f"--metrics names a model twice: {models}")
+    settings = settings_for(
+        args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
+    )
+    local_table(
+        dict(args.metrics), args.query_papers, args.cutoffs, args.output, args.title, settings
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(build_parser, command, argv)
