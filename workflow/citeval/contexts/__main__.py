@@ -1,0 +1,3 @@
+from citeval.contexts.cli import main
+
+raise SystemExit(main())
