@@ -1,4 +1,4 @@
-"""Deterministic generator of a synthetic S2ORC v2020 metadata corpus.
+"""Deterministic generator of a synthetic S2ORC v2020 metadata (and full-text) corpus.
 
 The corpus stands in for S2ORC wherever the real data cannot be shipped: the demo config,
 tests and benchmarks. It has the structure the evaluation protocol relies on:
@@ -28,7 +28,9 @@ Modules, in the order a corpus is built:
 * :mod:`~citeval.synth.citations`: the citation graph;
 * :mod:`~citeval.synth.text`: the vocabularies, titles and abstracts;
 * :mod:`~citeval.synth.records`: the JSON lines;
-* :mod:`~citeval.synth.corpus`: the gzip'd shards;
+* :mod:`~citeval.synth.fulltext`: optionally, the papers' full text as S2ORC v2020
+  ``pdf_parses`` JSON lines, with numbered citation markers for the graph's citations;
+* :mod:`~citeval.synth.corpus`: the gzip'd shards (metadata, and full text when asked);
 * :mod:`~citeval.synth.cli`: the command line (``python -m citeval.synth``).
 """
 

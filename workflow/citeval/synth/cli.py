@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from citeval.cli import run_cli
 from citeval.stages import SYNTH
-from citeval.synth.corpus import generate_corpus
+from citeval.synth.corpus import generate_corpus, shard_path
 from citeval.synth.shape import DENSITIES
 
 log = logging.getLogger(__name__)
@@ -17,12 +17,20 @@ log = logging.getLogger(__name__)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m citeval.synth",
-        description="Generate a synthetic S2ORC v2020 metadata corpus (gzip'd JSONL shards).",
+        description="Generate a synthetic S2ORC v2020 metadata corpus (gzip'd JSONL shards), "
+        "optionally with its full text (pdf_parses shards).",
     )
     parser.add_argument(
         "--output-pattern",
         required=True,
         help="shard path with a '{shard}' placeholder (5-digit, zero-padded)",
+    )
+    parser.add_argument(
+        "--fulltext-pattern",
+        default=None,
+        metavar="PATTERN",
+        help="also write the papers' full text (S2ORC v2020 pdf_parses, with citation "
+        "markers) to this shard path with a '{shard}' placeholder, one per metadata shard",
     )
     parser.add_argument(
         "--compresslevel",
@@ -54,9 +62,13 @@ def command(args: argparse.Namespace) -> None:
         compresslevel=args.compresslevel,
         density=DENSITIES[args.density],
         progress=not args.no_progress,
+        fulltext_pattern=args.fulltext_pattern,
     )
     for path in paths:
         log.info("wrote %s", path)
+    if args.fulltext_pattern is not None:
+        for shard in range(len(paths)):
+            log.info("wrote %s", shard_path(args.fulltext_pattern, shard))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -161,6 +161,23 @@ def block_text(
     rng: np.random.Generator, vocab: Vocabulary, s: Structure, lo: int, hi: int
 ) -> tuple[list[str], list[str]]:
     """Titles and abstracts of papers ``[lo, hi)``, assembled for the whole block at once."""
+    return join_tokens(vocab, block_tokens(rng, vocab, s, lo, hi), hi - lo)
+
+
+def join_tokens(vocab: Vocabulary, tokens: np.ndarray, nb: int) -> tuple[list[str], list[str]]:
+    """The titles and abstracts that :func:`block_tokens`'s ``tokens`` spell."""
+    parts = "".join(vocab.words[tokens].tolist()).split("\x00")
+    # Each part starts with its first word's space; titles get a capital letter.
+    titles = [t[1:2].upper() + t[2:] for t in parts[0 : 2 * nb : 2]]
+    abstracts = [a[1:] for a in parts[1 : 2 * nb : 2]]
+    return titles, abstracts
+
+
+def block_tokens(
+    rng: np.random.Generator, vocab: Vocabulary, s: Structure, lo: int, hi: int
+) -> np.ndarray:
+    """Vocabulary ids of papers ``[lo, hi)``: per paper its title, the separator, its
+    abstract and the separator again. Makes every draw of :func:`block_text`."""
     nb = hi - lo
     n_sent = rng.integers(6, 14, nb)
     per_paper = n_sent + 3  # title, separator, sentences, separator
@@ -215,9 +232,4 @@ def block_text(
     # repeats: every piece starts with a fixed word or follows the separator).
     dup = np.flatnonzero((word == tokens[np.maximum(slot - 1, 0)]) & (slot > 0))
     tokens[slot[dup]] = vocab.topic_off[top[sp[dup]]] + (word[dup] + 7) % TOPIC_WORDS
-
-    parts = "".join(vocab.words[tokens].tolist()).split("\x00")
-    # Each part starts with its first word's space; titles get a capital letter.
-    titles = [t[1:2].upper() + t[2:] for t in parts[0 : 2 * nb : 2]]
-    abstracts = [a[1:] for a in parts[1 : 2 * nb : 2]]
-    return titles, abstracts
+    return tokens
