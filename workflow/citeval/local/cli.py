@@ -79,9 +79,8 @@ def command(args: argparse.Namespace) -> None:
             threads=args.threads,
         )
         for split, counts in report["splits"].items():
-            log.info(
-                "local %s: %d queries, pool of %d", split, counts["queries"], counts["pool_size"]
-            )
+            log.info("local %s: %d queries", split, counts["queries"])
+        log.info("pool of %d candidates", report["pool_size"])
         return
     models = [model for model, _ in args.metrics]
     if len(set(models)) != len(models):
