@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval import stages
 from citeval.cli import memory_bytes
 from citeval.config import load_config
-from citeval.layout import MDCR_SPLIT_OF_FILE, WILDCARDS, reranked_label
+from citeval.layout import LOCAL_COLLECTION, MDCR_SPLIT_OF_FILE, WILDCARDS, reranked_label
 from citeval.plan import Plan, shell_words
 
 # Every job imports the citeval package from this checkout, whether or not it was
@@ -53,7 +53,9 @@ wildcard_constraints:
     shard=r"[A-Za-z0-9_.-]+",
     dense_model=_alternatives(PLAN.dense_models),
     fusion=_alternatives(PLAN.fusions),
-    model=_alternatives([*PLAN.models, *([RERANKER] if RERANKER else [])]),
+    model=_alternatives(
+        [*PLAN.models, *PLAN.local_reranked_runs, *([RERANKER] if RERANKER else [])]
+    ),
     first_stage=_alternatives(PLAN.first_stages),
     trained=_alternatives(PLAN.trained_models),
 
@@ -95,7 +97,7 @@ def query_embeddings(wildcards):
     """The local task's queries are embedded apart from the papers."""
     if wildcards.setup != "local":
         return []
-    return LAYOUT.query_embeddings(wildcards.dense_model, wildcards.split) + "/shard-00000.npy"
+    return LAYOUT.query_embedding_shard(wildcards.dense_model, wildcards.split)
 
 
 def bm25_tuning_collections(wildcards):

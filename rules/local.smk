@@ -60,6 +60,7 @@ rule local_sample:
     output:
         test=directory(LAYOUT.sample_dir("local", "test")),
         valid=directory(LAYOUT.sample_dir("local", "valid")),
+        train=directory(LAYOUT.sample_dir("local", "train")),
         report=LAYOUT.sample_report("local"),
     params:
         settings=settings(stages.LOCAL_SAMPLE),
@@ -82,12 +83,41 @@ rule local_sample:
         "{params.settings} --threads {threads} 2> {log:q}"
 
 
+rule local_triplets:
+    input:
+        run=PLAN.local_train_run,
+        samples=LAYOUT.sample_dir("local", "train"),
+    output:
+        triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
+        report=LAYOUT.trained("{trained}", "triplets_report.json"),
+    wildcard_constraints:
+        trained=_alternatives(PLAN.context_trained_models),
+    params:
+        qrels=LAYOUT.qrels("local", "train", LOCAL_COLLECTION),
+        settings=settings(stages.LOCAL_TRIPLETS),
+        output_dir=output_folder("report"),
+    conda:
+        "../envs/core.yaml"
+    log:
+        LAYOUT.log("local_triplets", "{trained}"),
+    benchmark:
+        LAYOUT.timing("local_triplets", "{trained}")
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "python -m citeval.local triplets --run {input.run:q} "
+        "--qrels {params.qrels:q} "
+        "--query-papers {input.samples:q}/query_papers --pools {input.samples:q}/pools.parquet "
+        "--output-dir {params.output_dir:q} {params.settings} 2> {log:q}"
+
+
 rule encode_local_queries:
     input:
         samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
         model=trained_model_folder,
     output:
-        LAYOUT.query_embeddings("{dense_model}", "{split}") + "/shard-00000.npy",
+        LAYOUT.query_embedding_shard("{dense_model}", "{split}"),
     params:
         spec=model_spec_json,
         settings=settings(stages.ENCODE, num_shards=1),
@@ -140,3 +170,96 @@ rule local_tables:
     shell:
         "python -m citeval.local tables {params.metrics} --query-papers {params.query_papers:q} "
         "--title {params.title:q} {params.settings} --output {output.tsv:q} 2> {log:q}"
+
+
+if PLAN.local_reranker:
+
+    rule local_rerank_train:
+        input:
+            run=PLAN.local_train_run,
+            samples=LAYOUT.sample_dir("local", "train"),
+            corpus=rules.ingest_merge.output,
+        output:
+            directory(LAYOUT.local_reranker_model(PLAN.local_reranker)),
+        params:
+            qrels=LAYOUT.qrels("local", "train", LOCAL_COLLECTION),
+            settings=settings(stages.RERANK_TRAIN),
+            output_dir=output_folder(),
+        conda:
+            "../envs/dense.yaml"
+        log:
+            LAYOUT.log("local_rerank_train"),
+        benchmark:
+            LAYOUT.timing("local_rerank_train")
+        threads: 2
+        resources:
+            mem_mb=8000,
+            runtime=720,
+        shell:
+            "python -m citeval.rerank train --run {input.run:q} "
+            "--qrels {params.qrels:q} "
+            "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
+            "--add-cited --output-dir {params.output_dir:q} {params.settings} "
+            "--threads {threads} 2> {log:q}"
+
+    rule local_rerank:
+        input:
+            model=rules.local_rerank_train.output,
+            run=LAYOUT.run("local", "{split}", LOCAL_COLLECTION, "{first_stage}"),
+            samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+            corpus=rules.ingest_merge.output,
+        output:
+            runs=[
+                LAYOUT.run("local", "{split}", LOCAL_COLLECTION, f"{{first_stage}}.{name}@{k}")
+                for name in [PLAN.local_reranker]
+                for k in sorted(CONFIG.local.rerank.ks)
+            ],
+            timing=LAYOUT.rerank_timing(
+                PLAN.local_reranker, "local", "{split}", LOCAL_COLLECTION, "{first_stage}"
+            ),
+        params:
+            settings=settings(stages.RERANK),
+            ks=shell_words(sorted(CONFIG.local.rerank.ks)),
+            tag_prefix=reranked_label("{first_stage}", PLAN.local_reranker, ""),
+        conda:
+            "../envs/dense.yaml"
+        log:
+            LAYOUT.log("local_rerank", "{split}", "{first_stage}"),
+        benchmark:
+            LAYOUT.timing("local_rerank", "{split}", "{first_stage}")
+        threads: CONFIG.retrieval.threads
+        resources:
+            mem_mb=8000,
+            runtime=240,
+        shell:
+            "python -m citeval.rerank rerank --model {input.model:q} "
+            "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
+            "--run {input.run:q} --ks {params.ks} --outputs {output.runs:q} "
+            "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
+            "--threads {threads} 2> {log:q}"
+
+    LOCAL_TRADEOFF, LOCAL_TRADEOFF_INPUTS = PLAN.local_tradeoff_arguments()
+
+    rule local_tradeoff:
+        input:
+            LOCAL_TRADEOFF_INPUTS,
+        output:
+            LAYOUT.table("local_tradeoff"),
+            LAYOUT.table("local_tradeoff", "md"),
+            report_item(LAYOUT.table("local_tradeoff", "png"), "local_tradeoff", "Figures"),
+        params:
+            arguments=LOCAL_TRADEOFF,
+            title="Local citation recommendation: reranking trade-off (test split)",
+            output_dir=output_folder(),
+        conda:
+            "../envs/core.yaml"
+        log:
+            LAYOUT.log("local_tradeoff"),
+        benchmark:
+            LAYOUT.timing("local_tradeoff")
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        shell:
+            "python -m citeval.rerank tradeoff {params.arguments} --title {params.title:q} "
+            "--output-dir {params.output_dir:q} --name local_tradeoff 2> {log:q}"

@@ -72,6 +72,8 @@ rule rerank:
             for name in (f"{{first_stage}}.{RERANKER}@{k}" for k in PLAN.rerank_ks)
         ],
         timing=LAYOUT.rerank_timing(RERANKER, **COLLECTION, first_stage="{first_stage}"),
+    wildcard_constraints:
+        setup="dataset|field",
     params:
         settings=settings(stages.RERANK),
         ks=shell_words(PLAN.rerank_ks),

@@ -74,6 +74,8 @@ rule train_triplets:
     output:
         triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
         report=LAYOUT.trained("{trained}", "triplets_report.json"),
+    wildcard_constraints:
+        trained=_alternatives(PLAN.graph_trained_models),
     params:
         graph=LAYOUT.train_graph,
         sampler=lambda wildcards: PLAN.trained_models[wildcards.trained].sampler,
@@ -96,8 +98,9 @@ rule train_triplets:
 
 rule train_encoder:
     input:
-        triplets=rules.train_triplets.output.triplets,
+        triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
         corpus=rules.ingest_merge.output,
+        anchors=lambda wildcards: PLAN.anchor_sample_dirs(wildcards.trained),
     output:
         directory(LAYOUT.trained("{trained}", "model")),
     params:
@@ -105,6 +108,7 @@ rule train_encoder:
             json.dumps(PLAN.registry[PLAN.trained_models[wildcards.trained].base], sort_keys=True)
         ),
         settings=settings(stages.TRAIN_FIT),
+        sampler=lambda wildcards: shell_words(PLAN.fit_sampler_arguments(wildcards.trained)),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
         "../envs/train.yaml"
@@ -120,4 +124,5 @@ rule train_encoder:
         "python -m citeval.train fit --triplets {input.triplets:q} "
         "--papers {input.corpus:q}/papers --output-dir {params.output_dir:q} "
         "--name {wildcards.trained:q} --model-json {params.base} {params.settings} "
+        "{params.sampler} "
         "--threads {threads} 2> {log:q}"

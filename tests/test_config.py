@@ -23,7 +23,8 @@ MINIMAL = {"dataset": "x", "seed": 1, "corpus": {"format": "parquet", "paths": [
 def test_the_shipped_configs_load():
     demo = load_config_file("config/config.yaml")
     assert isinstance(demo, Config)
-    assert demo.encode.models == ["minilm", "minilm_scincl", "minilm_specter"]
+    assert demo.encode.models == ["minilm", "minilm_scincl", "minilm_specter", "minilm_local"]
+    assert demo.local.enabled and demo.train.models["minilm_local"].sampler == "contexts"
     acm = load_config_file("config/config.yaml", "config/acm-cr.yaml")
     assert acm.dataset == "acm-cr" and acm.corpus.synthetic is None
     assert acm.rerank.enabled is False and acm.prefilter.min_citations == 0

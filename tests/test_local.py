@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -96,6 +97,7 @@ def _sample(tmp_path: Path, out: str = "samples", **overrides) -> dict:
         "valid_fraction": 0.5,
         "num_queries": None,
         "num_valid_queries": None,
+        "num_train_queries": None,
         "pool_size": None,
         "global_context": True,
         "on_too_small": "cap",
@@ -119,9 +121,12 @@ def test_split_by_citing_paper_and_time(tmp_path):
     assert sorted({**test, **valid}) == ["q1:0", "q2:0", "q3:0", "q4:0", "q4:1"]
     # No citing paper has contexts in both splits.
     assert not {r["citing_id"] for r in test.values()} & {r["citing_id"] for r in valid.values()}
-    assert report["contexts_dropped_no_cited_candidate"] == 1  # q1:1 cites only n1
-    assert report["cited_removed_not_candidates"] == 3  # n1 twice, x9
-    assert report["contexts_earlier"] == 1
+    year = report["query_year_contexts"]
+    assert year["dropped_no_cited_candidate"] == 1  # q1:1 cites only n1
+    assert year["cited_ids_removed_not_candidates"] == 3  # n1 twice, x9
+    # Contexts of earlier years are the training split, never a test or validation query.
+    assert report["training_contexts"]["kept"] == 1
+    assert sorted(_queries(tmp_path / "samples/local-train")) == ["t1:0"]
     # Candidates: filtered papers published before the query year, never a query paper.
     for split in ("test", "valid"):
         pool = set(
@@ -129,8 +134,7 @@ def test_split_by_citing_paper_and_time(tmp_path):
         )
         assert pool == {"a1", "a2", "a3", "a4", "a5", "t1"}
         qrels = read_qrels(tmp_path / f"samples/local-{split}/qrels/contexts.rep0.qrels")
-        for qid, relevant in qrels.items():
-            assert set(relevant) <= pool
+        assert all(set(relevant) <= pool for relevant in qrels.values())
         (info,) = read_collections(tmp_path / f"samples/local-{split}")
         assert (info.setup, info.split, info.group, info.rep) == ("local", split, "contexts", 0)
     qrels = {
@@ -169,6 +173,32 @@ def test_sampled_pool_keeps_cited_papers_and_is_deterministic(tmp_path):
         }
 
     assert digest(tmp_path / "one") == digest(tmp_path / "two")
+
+
+def test_sample_command_writes_every_split(tmp_path):
+    paths = _write_inputs(tmp_path)
+    status = main(
+        [
+            "sample",
+            "--contexts", str(paths["contexts"]),
+            "--filtered", str(paths["filtered"]),
+            "--papers", str(paths["papers"]),
+            "--output-dir", str(tmp_path / "samples"),
+            "--query-year", str(QUERY_YEAR),
+            "--seed", "13",
+            "--valid-fraction", "0.5",
+            "--num-queries", "none",
+            "--num-valid-queries", "none",
+            "--num-train-queries", "none",
+            "--pool-size", "none",
+            "--threads", "1",
+        ]
+    )  # fmt: skip
+    assert status == 0
+    for split in ("test", "valid", "train"):
+        assert (tmp_path / f"samples/local-{split}/collections.tsv").is_file()
+    report = json.loads((tmp_path / "samples/local-report.json").read_text())
+    assert report["splits"]["train"]["queries"] == 1
 
 
 def test_split_shares_are_seeded():
@@ -232,3 +262,43 @@ def test_tables_group_contexts_by_granularity(tmp_path):
     markdown = output.with_suffix(".md").read_text()
     assert "#### paragraph (1 contexts)" in markdown and "#### sentence (2 contexts)" in markdown
     assert (tmp_path / "tables" / "local_test_pvalues.tsv").exists()
+
+
+def test_triplets_take_hard_negatives_from_the_run_and_never_the_citing_paper(tmp_path):
+    from citeval.local.triplets import mine_triplets
+
+    _sample(tmp_path)
+    train = tmp_path / "samples/local-train"
+    run = tmp_path / "train.trec"
+    # t1:0 cites a1; the run ranks its own citing paper t1 first, then a2, a1, a3.
+    run.write_text(
+        "t1:0 Q0 t1 1 4.0 bm25\nt1:0 Q0 a2 2 3.0 bm25\n"
+        "t1:0 Q0 a1 3 2.0 bm25\nt1:0 Q0 a3 4 1.0 bm25\n"
+    )
+    settings = {"per_query": 4, "hard_negatives": 2, "top": 3, "seed": 13}
+    report = mine_triplets(
+        run,
+        train / "qrels/contexts.rep0.qrels",
+        train / "query_papers",
+        train / "pools.parquet",
+        tmp_path / "out",
+        **settings,
+    )
+    rows = pq.read_table(tmp_path / "out/triplets.parquet").to_pylist()
+    assert [r["positive_id"] for r in rows] == ["a1"] * 4
+    hard = [r["negative_id"] for r in rows if r["negative_kind"] == "hard"]
+    easy = [r["negative_id"] for r in rows if r["negative_kind"] == "easy"]
+    # Top 3 without the cited a1 and the citing t1: only a2 is left for the hard negatives.
+    assert hard == ["a2"] and len(easy) == 3
+    assert not {"a1", "t1"} & set(easy)
+    assert report["hard_negatives_short"] == 1 and report["queries"] == 1
+    mine_triplets(
+        run,
+        train / "qrels/contexts.rep0.qrels",
+        train / "query_papers",
+        train / "pools.parquet",
+        tmp_path / "again",
+        **settings,
+    )
+    again = tmp_path / "again/triplets.parquet"
+    assert again.read_bytes() == (tmp_path / "out/triplets.parquet").read_bytes()

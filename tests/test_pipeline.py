@@ -62,7 +62,23 @@ def pipeline_config(tiny_model: Path) -> dict:
         "train": {"num_queries": 20, "pool_size": 300, "years_before": 3, "learning_rate": 1e-3,
                   "warmup_steps": 2, "batch_size": 8, "epochs": 1},
     }  # fmt: skip
+    config["local"] = local_config(["bm25", "tiny", "rrf"])
     return config
+
+
+def local_config(models: list[str]) -> dict:
+    """The local task on the synthetic full text, small enough for the tests."""
+    return {
+        "enabled": True,
+        "input": {"paths": ["resources/synthetic/e2e/pdf_parses-{shard}.jsonl.gz"]},
+        "num_queries": 40,
+        "num_valid_queries": 30,
+        "pool_size": 400,
+        "k": 100,
+        "cutoffs": [1, 5, 10, 20, 50, 100],
+        "models": models,
+        "train": {"num_queries": 300},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +124,23 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
     assert sorted((out / "samples" / "dataset-test" / "qrels").glob("*.qrels"))
     for log in (out / "logs").rglob("*.log"):
         assert "Traceback" not in log.read_text(), log
+
+
+def test_local_task_has_contexts_splits_and_tables(two_runs):
+    out = two_runs[0] / "results" / "e2e"
+    report = json.loads((out / "local" / "contexts_report.json").read_text())
+    assert report["merge"]["contexts_kept"] > 0
+    sample = json.loads((out / "samples" / "local-report.json").read_text())
+    assert sample["splits"]["test"]["queries"] == 40
+    for split in ("test", "valid"):
+        lines = (out / "tables" / f"local_{split}.tsv").read_text().splitlines()
+        assert lines[0].split("\t")[:3] == ["granularity", "model", "MRR"]
+        rows = [line.split("\t") for line in lines[1:]]
+        assert [(row[0], row[1]) for row in rows] == [
+            ("chars-200", model) for model in ("bm25", "tiny", "rrf")
+        ]
+        bm25_r100 = float(rows[0][lines[0].split("\t").index("R@100")])
+        assert bm25_r100 > 20.0, "BM25 should find the citing sentences' words"
 
 
 def test_mdcr_is_built_scored_and_tabulated_for_every_model(two_runs):

@@ -12,10 +12,11 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from test_pipeline import REPO, prepare, snakemake
+from test_pipeline import REPO, local_config, prepare, snakemake
 
 pytestmark = pytest.mark.slow
 TRAINED = ["tiny_scincl", "tiny_specter"]
+PREFETCHER = "tiny_local"
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +27,17 @@ def trained_run(tmp_path_factory, tiny_bert_dir):
     config["models"] = {
         "tiny": {"path": str(tiny_bert_dir), "pooling": "cls", "max_length": 64, "batch_size": 16}
     }
-    config["encode"].update(models=["tiny", *TRAINED], num_shards=1)
+    config["encode"].update(models=["tiny", *TRAINED, PREFETCHER], num_shards=1)
     config["rerank"] = {"enabled": False}
     config["train"] = {
         "models": {"tiny_scincl": {"sampler": "scincl", "base": "tiny"},
-                   "tiny_specter": {"sampler": "specter", "base": "tiny"}},
+                   "tiny_specter": {"sampler": "specter", "base": "tiny"},
+                   PREFETCHER: {"sampler": "contexts", "base": "tiny"}},
         "graph_embedding": {"dim": 8},
         "triplets": {"num_queries": 20, "scincl": {"k_positive": 8, "k_hard": 40}},
         "fit": {"epochs": 1, "batch_size": 8, "gradient_accumulation": 1, "learning_rate": 1e-4},
     }  # fmt: skip
+    config["local"] = local_config(["bm25", "tiny", PREFETCHER])
     workdir = prepare(tmp_path_factory.mktemp("pipeline-train") / "run", config)
     result = snakemake(workdir)
     assert result.returncode == 0, result.stderr[-6000:]
@@ -46,7 +49,7 @@ def test_trained_models_are_rows_of_every_table(trained_run):
     for name in ("table1_dataset_level", "table2_field_level_map", "table3_mdcr",
                  "table4_mdcr_types"):  # fmt: skip
         rows = (tables / f"{name}.tsv").read_text().splitlines()[1:]
-        assert [row.split("\t")[0] for row in rows] == ["bm25", "tiny", *TRAINED], name
+        assert [row.split("\t")[0] for row in rows] == ["bm25", "tiny", *TRAINED, PREFETCHER], name
     for name in TRAINED:
         assert (trained_run / "runs" / "dataset-test" / "pool-600.rep0" / f"{name}.trec").is_file()
         assert (trained_run / "mdcr" / "scores" / "test" / f"{name}.json").is_file()
@@ -70,3 +73,21 @@ def test_training_graph_holds_no_evaluation_query(trained_run):
         assert papers <= nodes, name
         training = json.loads((train / name / "model" / "training.json").read_text())
         assert training["num_triplets"] == triplets.num_rows > 0 and training["steps"] > 0
+
+
+def test_the_prefetcher_trains_on_earlier_contexts_and_beats_its_base(trained_run):
+    triplets = pq.read_table(trained_run / "train" / PREFETCHER / "triplets.parquet")
+    train = pq.read_table(trained_run / "samples" / "local-train" / "query_papers")
+    assert set(triplets.column("query_id").to_pylist()) <= set(train.column("paper_id").to_pylist())
+    evaluated = set()
+    for split in ("test", "valid"):
+        queries = pq.read_table(trained_run / "samples" / f"local-{split}" / "query_papers")
+        evaluated |= set(queries.column("citing_id").to_pylist())
+    assert evaluated.isdisjoint(train.column("citing_id").to_pylist())
+    training = json.loads(
+        (trained_run / "train" / PREFETCHER / "model" / "training.json").read_text()
+    )
+    assert training["loss"] == "in_batch"
+    lines = (trained_run / "tables" / "local_valid.tsv").read_text().splitlines()
+    mrr = {line.split("\t")[1]: float(line.split("\t")[2]) for line in lines[1:]}
+    assert mrr[PREFETCHER] > mrr["tiny"], mrr

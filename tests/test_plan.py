@@ -22,7 +22,9 @@ def plan():
 
 def test_setups_models_and_names(plan):
     assert plan.setups == ["dataset", "field"]
-    assert plan.first_stages == ["bm25", "minilm", "minilm_scincl", "minilm_specter", "rrf"]
+    assert plan.first_stages == [
+        "bm25", "minilm", "minilm_scincl", "minilm_specter", "minilm_local", "rrf"
+    ]  # fmt: skip
     assert list(plan.reranked_runs) == ["bm25.ce@10", "bm25.ce@20"]
     assert plan.label("bm25.ce@10") == "bm25>ce@10" and plan.label("rrf") == "rrf"
     assert plan.metric_cutoffs == [30, 10, 20]
@@ -30,7 +32,9 @@ def test_setups_models_and_names(plan):
 
 
 def test_trained_encoders_join_the_registry_as_their_base_loaded_from_their_folder(plan):
-    assert set(plan.trained_models) == {"minilm_scincl", "minilm_specter"}
+    assert set(plan.trained_models) == {"minilm_scincl", "minilm_specter", "minilm_local"}
+    assert plan.graph_trained_models == ["minilm_scincl", "minilm_specter"]
+    assert plan.context_trained_models == ["minilm_local"]
     entry = plan.registry["minilm_scincl"]
     assert entry["path"] == "./results/demo/train/minilm_scincl/model"
     assert {k: v for k, v in entry.items() if k != "path"} == {
@@ -53,16 +57,18 @@ def test_collections_follow_the_config(plan):
 
 
 def test_job_counts_of_the_default_run(plan):
-    # 8 test collections x (5 first stages + 2 reranked runs).
-    assert len(plan.test_metric_files()) == 56
+    # 8 test collections x (6 first stages + 2 reranked runs).
+    assert len(plan.test_metric_files()) == 64
     assert plan.mdcr_splits == ["test", "valid"]
-    assert len(plan.mdcr_build_runs("test")) == 4 * 5  # rep-0 field pools x compared models
+    assert len(plan.mdcr_build_runs("test")) == 4 * 6  # rep-0 field pools x compared models
     assert plan.mdcr_types_from("valid") == ["results/demo/mdcr/mdcr_test_report.json"]
     assert plan.mdcr_types_from("test") == []
     assert plan.embedding_sample_dirs == [
         "results/demo/samples/dataset-test",
         "results/demo/samples/field-test",
         "results/demo/samples/field-valid",
+        "results/demo/samples/local-test",
+        "results/demo/samples/local-valid",
     ]
     assert plan.embedding_shards("minilm") == ["results/demo/embeddings/minilm/shard-00000.npy"]
     assert plan.held_out_sample_dirs == [
@@ -91,16 +97,59 @@ def test_the_tradeoff_reads_its_first_stages_timings(plan):
     assert len(fused) == 3  # bm25's search, minilm's retrieval, the fusion
 
 
+def test_the_local_task_of_the_default_run(plan):
+    assert plan.local_inputs == {
+        shard: f"resources/synthetic/demo/pdf_parses-{shard}.jsonl.gz" for shard in plan.shards
+    }
+    assert plan.local_query_year == 2019 and plan.local_splits == ["test", "valid"]
+    assert list(plan.local_rows) == [
+        "bm25", "minilm", "minilm_local", "rrf", "bm25>ce@20", "bm25>ce@100"
+    ]  # fmt: skip
+    assert plan.local_rows["bm25>ce@20"] == "bm25.ce@20"
+    assert plan.local_runs == ["bm25", "minilm", "minilm_local", "rrf"]
+    assert plan.local_dense_models == ["minilm", "minilm_local"]
+    assert plan.local_cutoffs == [1, 5, 10, 20, 50, 100, 200, 500, 1000]
+    assert plan.metric_cutoffs_of("local") == plan.local_cutoffs
+    assert plan.retrieval_k("local") == 1000 and plan.retrieval_k("dataset") == 500
+    assert plan.local_train_run == "results/demo/runs/local-train/contexts.rep0/bm25.trec"
+    assert plan.local_metrics("test")["bm25>ce@100"] == (
+        "results/demo/metrics/local-test/contexts.rep0/bm25.ce@100.tsv"
+    )
+    assert plan.fit_sampler_arguments("minilm_local") == [
+        "--loss", "in_batch", "--anchor-papers", "results/demo/samples/local-train/query_papers"
+    ]  # fmt: skip
+    assert plan.fit_sampler_arguments("minilm_scincl") == []
+    arguments, files = plan.local_tradeoff_arguments()
+    assert "results/demo/timings/bm25_search/local-test/contexts.rep0.tsv" in files
+    assert arguments.startswith("--first-stage bm25 ")
+    outputs = plan.final_outputs()
+    for name in ("local_test.md", "local_valid.tsv", "local_tradeoff.png"):
+        assert f"results/demo/tables/{name}" in outputs
+
+
+def test_acm_cr_evaluates_its_curated_contexts_on_the_test_split():
+    with open("config/acm-cr.yaml", encoding="utf-8") as handle:
+        raw = {**demo_raw(), **yaml.safe_load(handle)}
+    raw["local"] = {**demo_raw()["local"], **raw["local"]}
+    plan = Plan.from_config(load_config(raw))
+    assert plan.local_splits == ["test"]
+    assert plan.local_inputs == {"contexts": "../shared/data/acm-cr/contexts.jsonl"}
+    assert plan.local_reranker is None and plan.local_train_run is None
+    assert list(plan.local_rows) == ["bm25", "minilm", "rrf"]
+
+
 def test_switched_off_parts_plan_nothing():
     raw = demo_raw()
     raw["mdcr"] = {"enabled": False}
     raw["rerank"]["enabled"] = False
     raw["encode"]["models"] = ["minilm"]
+    raw["local"]["enabled"] = False
     plan = Plan.from_config(load_config(raw))
     assert plan.reranker is None and plan.reranked_runs == {}
     assert plan.mdcr_outputs() == [] and plan.tradeoff_outputs() == []
     assert plan.trained_models == {} and plan.metric_cutoffs == [30]
     assert "results/demo/samples/field-valid" not in plan.embedding_sample_dirs
+    assert plan.local_inputs == {} and plan.local_outputs() == [] and plan.local_rows == {}
 
 
 def test_imported_mdcr_scores_the_named_files_and_holds_their_queries_out():

@@ -333,3 +333,28 @@ def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) ->
         config.rerank.batch_size,
         config.rerank.device,
     )
+
+
+def test_contexts_as_queries_and_the_cited_papers_added(tmp_path: Path) -> None:
+    """The local task: query texts from their own papers folder; ``add_cited`` pairs each
+    query with its cited papers even when the first stage missed them (HAtten's scheme)."""
+    papers = write_papers(
+        tmp_path / "papers",
+        {"p1": ("cells", "about cells"), "p2": ("genes", "about genes"), "p3": ("x", "y")},
+    )
+    contexts = write_papers(tmp_path / "contexts", {"c:0": ("as shown by CIT", "a paper")})
+    run = tmp_path / "run.trec"
+    run.write_text("c:0 Q0 p1 1 2.0 bm25\nc:0 Q0 p2 2 1.0 bm25\n")
+    qrels = tmp_path / "qrels"
+    qrels.write_text("c:0 0 p3 1\n")
+    with pytest.raises(InputDataError, match="no positive pair"):
+        load_training_data([run], [qrels], papers, top=2, query_papers=contexts)
+    pairs, texts = load_training_data(
+        [run], [qrels], papers, top=2, query_papers=contexts, add_cited=True
+    )
+    assert [(p.query_id, p.candidate_id, p.label) for p in pairs] == [
+        ("c:0", "p1", 0),
+        ("c:0", "p2", 0),
+        ("c:0", "p3", 1),
+    ]
+    assert texts["c:0"] == ("as shown by CIT", "a paper") and texts["p3"] == ("x", "y")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from rerank_builder import write_papers
@@ -401,3 +402,64 @@ def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) ->
     )
     with pytest.raises(SystemExit):  # the seed has no default
         parser.parse_args(["embed-graph", "--graph", "g"])
+
+
+def test_in_batch_training_reads_anchors_from_their_own_papers(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
+    """The local prefetcher: anchors are contexts (their own papers folder), in-batch loss;
+    training ranks each anchor's positive above the other positives better than before."""
+    import shutil
+
+    triplets, papers = triplet_inputs(tmp_path)
+    # Move the anchors into their own folder, as the local task's query_papers are.
+    table = pq.read_table(next(papers.glob("*.parquet")))
+    anchors = table.filter(pc.starts_with(table.column("paper_id"), "q"))
+    others = table.filter(pc.invert(pc.starts_with(table.column("paper_id"), "q")))
+    shutil.rmtree(papers)
+    papers.mkdir()
+    pq.write_table(others, papers / "part-00000.parquet")
+    (tmp_path / "anchors").mkdir()
+    pq.write_table(anchors, tmp_path / "anchors" / "part-00000.parquet")
+    spec = ModelSpec(
+        name="tiny", path=str(tiny_bert_dir), pooling="mean", similarity="cosine", max_length=32
+    )
+    settings = fit_settings(
+        epochs=6, batch_size=4, gradient_accumulation=1, learning_rate=5e-3, seed=2
+    )
+
+    def margin(model) -> float:
+        """Mean cosine of anchor and positive minus that of anchor and negative."""
+        from citeval.train.fit import read_triplet_texts
+
+        texts = read_triplet_texts(
+            triplets, papers, model.tokenizer.sep_token, anchor_papers=tmp_path / "anchors"
+        )
+        a, p, n = (
+            model.encode(texts[role], normalize_embeddings=True)
+            for role in ("anchor", "positive", "negative")
+        )
+        return float(np.mean(np.sum(a * p, axis=1) - np.sum(a * n, axis=1)))
+
+    with pytest.raises(InputDataError, match="not in the papers corpus"):
+        train_encoder(triplets, papers, spec, settings, tmp_path / "bad", device="cpu")
+    before = margin(build_model(spec, "cpu"))
+    model_dir = train_encoder(
+        triplets,
+        papers,
+        spec,
+        settings,
+        tmp_path / "out",
+        device="cpu",
+        loss_name="in_batch",
+        anchor_papers=tmp_path / "anchors",
+    )
+    training = json.loads((model_dir / "training.json").read_text())
+    assert training["loss"] == "in_batch"
+    trained = build_model(
+        ModelSpec(
+            name="t", path=str(model_dir), pooling="mean", similarity="cosine", max_length=32
+        ),
+        "cpu",
+    )
+    assert margin(trained) > before + 0.1, before

@@ -242,6 +242,18 @@ class LocalWindow(Section):
     sentences: int
 
 
+class LocalTrain(Section):
+    num_queries: int | None
+    first_stage: str
+    top: int
+
+
+class LocalRerank(Section):
+    enabled: bool
+    first_stages: list[str]
+    ks: list[int]
+
+
 class Local(Section):
     enabled: bool
     input: LocalInput
@@ -256,10 +268,12 @@ class Local(Section):
     k: int
     cutoffs: list[int]
     models: list[str]
+    train: LocalTrain
+    rerank: LocalRerank
 
 
 class TrainModel(Section):
-    sampler: Literal["scincl", "specter"]
+    sampler: Literal["scincl", "specter", "contexts"]
     base: str
 
 
@@ -487,10 +501,23 @@ def check_config(config: Config) -> None:
                 f"rerank.ks {rerank.ks} go deeper than the runs (retrieval.k {config.retrieval.k})"
             )
     local = config.local
+    for name, entry in config.train.models.items():
+        if entry.sampler == "contexts" and name in config.encode.models and not local.enabled:
+            raise ConfigError(
+                f"train.models.{name}: sampler contexts trains on the local task's training "
+                "split; set local.enabled"
+            )
     if local.enabled:
         _unknown("local.models", local.models, first_stages)
         if not local.input.paths:
             raise ConfigError("local.input.paths names no input (full text or curated contexts)")
+        _unknown("local.train.first_stage", [local.train.first_stage], first_stages)
+        if local.rerank.enabled:
+            _unknown("local.rerank.first_stages", local.rerank.first_stages, first_stages)
+            if max(local.rerank.ks) > local.k:
+                raise ConfigError(
+                    f"local.rerank.ks {local.rerank.ks} go deeper than local.k {local.k}"
+                )
         if max(local.cutoffs) > local.k:
             raise ConfigError(f"local.cutoffs {local.cutoffs} go deeper than local.k {local.k}")
     mdcr = config.mdcr

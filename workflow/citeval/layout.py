@@ -201,9 +201,17 @@ class Layout:
     def query_ids(self, split: str) -> str:
         return f"{self.sample_dir('local', split)}/query_ids.parquet"
 
+    def local_reranker_model(self, reranker: str) -> str:
+        """The local task's cross-encoder (trained on contexts, not on papers)."""
+        return f"{self.local}/rerank/{reranker}/model"
+
     def query_embeddings(self, model: str, split: str) -> str:
         """A model's embeddings of the local queries of a split (one shard)."""
         return f"{self.local}/embeddings/{model}/{split}"
+
+    def query_embedding_shard(self, model: str, split: str) -> str:
+        """The local queries of a split are few enough for one shard."""
+        return f"{self.query_embeddings(model, split)}/shard-00000.npy"
 
     # --- tables and figures -----------------------------------------------------------
 

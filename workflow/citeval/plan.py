@@ -137,6 +137,31 @@ class Plan:
         return {name: train[name] for name in self.dense_models if name in train}
 
     @cached_property
+    def graph_trained_models(self) -> list[str]:
+        """Trained encoders whose triplets come from the citation graph."""
+        return [n for n, e in self.trained_models.items() if e.sampler != "contexts"]
+
+    @cached_property
+    def context_trained_models(self) -> list[str]:
+        """Trained encoders whose triplets come from the local training split (prefetchers)."""
+        return [n for n, e in self.trained_models.items() if e.sampler == "contexts"]
+
+    def anchor_sample_dirs(self, name: str) -> list[str]:
+        """The sample whose query texts a trained model's anchors are (prefetchers only)."""
+        return (
+            [self.layout.sample_dir("local", "train")]
+            if name in self.context_trained_models
+            else []
+        )
+
+    def fit_sampler_arguments(self, name: str) -> list[str]:
+        """``train fit`` flags that follow from the sampler: a prefetcher's anchors are
+        contexts, and it trains with in-batch negatives."""
+        if name not in self.context_trained_models:
+            return []
+        return ["--loss", "in_batch", "--anchor-papers", self.layout.query_papers("train")]
+
+    @cached_property
     def registry(self) -> dict[str, dict[str, Any]]:
         """Every model's registry entry; a train.models entry is its base's entry loaded
         from the trained folder."""
@@ -287,6 +312,8 @@ class Plan:
             dirs.append(self.layout.sample_dir("dataset", "train"))
         if self.local_dense_models:
             dirs += [self.layout.sample_dir("local", split) for split in self.local_splits]
+        if self.local_train_run and self.uses_encoders(self.config.local.train.first_stage):
+            dirs.append(self.layout.sample_dir("local", "train"))
         return dirs
 
     def embedding_shards(self, model: str) -> list[str]:
@@ -309,20 +336,9 @@ class Plan:
         return f"{pool_group(max(self.config.sampling.dataset_level.pool_sizes))}.rep0"
 
     def first_stage_timings(self, model: str, collection: str) -> list[str]:
-        """The timing records of the jobs that make a first stage's run (a fusion: its
-        inputs' too): the trade-off reads their wall time as the first stage's cost."""
-        layout = self.layout
-        where = ("dataset-test", collection)
-        if model == "bm25":
-            return [layout.timing("bm25_search", *where)]
-        if model in self.dense_models:
-            return [layout.timing("dense_retrieve", *where, model)]
-        inputs = [
-            path
-            for run in self.fusions[model].runs
-            for path in self.first_stage_timings(run, collection)
-        ]
-        return [*inputs, layout.timing("fuse", *where, model)]
+        """The timing records of the jobs that make a first stage's dataset-level test run:
+        the trade-off reads their wall time as the first stage's cost."""
+        return self.first_stage_timings_at(model, ("dataset-test", collection))
 
     @cached_property
     def tradeoff_rows(self) -> list[TradeoffRow]:
@@ -419,10 +435,47 @@ class Plan:
         return list(self.config.local.models) if self.local_enabled else []
 
     @cached_property
+    def local_reranker(self) -> str | None:
+        """The local task's cross-encoder (rerank.name), when local.rerank is on."""
+        enabled = self.local_enabled and self.config.local.rerank.enabled
+        return self.config.rerank.name if enabled else None
+
+    @cached_property
+    def local_reranked_runs(self) -> dict[str, tuple[str, int]]:
+        """Reranked local run name -> (first stage, K)."""
+        if not self.local_reranker:
+            return {}
+        rerank = self.config.local.rerank
+        return {
+            reranked_run(first_stage, self.local_reranker, k): (first_stage, k)
+            for first_stage in rerank.first_stages
+            for k in sorted(rerank.ks)
+        }
+
+    @cached_property
+    def local_rows(self) -> dict[str, str]:
+        """The local tables' rows: table label -> run name (local.models, reranked runs)."""
+        rows = {model: model for model in self.local_models}
+        for run, (first_stage, k) in self.local_reranked_runs.items():
+            rows[reranked_label(first_stage, self.local_reranker or "", k)] = run
+        return rows
+
+    @cached_property
+    def local_train_run(self) -> str | None:
+        """The training split's first-stage run, when a prefetcher or the local reranker
+        trains on it."""
+        if not (self.context_trained_models or self.local_reranker):
+            return None
+        first_stage = self.config.local.train.first_stage
+        return self.layout.run("local", "train", LOCAL_COLLECTION, first_stage)
+
+    @cached_property
     def local_runs(self) -> list[str]:
-        """Every run the local rows need: the rows and the runs their fusions fuse."""
-        needed = set(self.local_models)
-        for model in self.local_models:
+        """Every first-stage run the local rows need: the rows, the runs their fusions
+        fuse and the reranked first stages."""
+        rerank = self.config.local.rerank
+        needed = {*self.local_models, *(rerank.first_stages if self.local_reranker else [])}
+        for model in list(needed):
             if model in self.fusions:
                 needed.update(self.fusions[model].runs)
         return [model for model in self.first_stages if model in needed]
@@ -445,19 +498,61 @@ class Plan:
 
     def local_metrics(self, split: str) -> dict[str, str]:
         return {
-            model: self.layout.metrics("local", split, LOCAL_COLLECTION, model)
-            for model in self.local_models
+            label: self.layout.metrics("local", split, LOCAL_COLLECTION, run)
+            for label, run in self.local_rows.items()
         }
 
     def local_table(self, split: str, ext: str = "tsv") -> str:
         return self.layout.table(f"local_{split}", ext)
 
     def local_outputs(self) -> list[str]:
-        return [
+        tables = [
             self.local_table(split, ext)
             for split in (self.local_splits if self.local_enabled else [])
             for ext in ("tsv", "md")
         ]
+        if self.local_reranker:
+            tables += [self.layout.table("local_tradeoff", ext) for ext in ("tsv", "md", "png")]
+        return tables
+
+    def first_stage_timings_at(self, model: str, where: tuple[str, str]) -> list[str]:
+        """The timing records of the jobs that make a first stage's run in ``where``
+        (``(<setup>-<split>, <collection>)``); a fusion: its inputs' too."""
+        layout = self.layout
+        if model == "bm25":
+            return [layout.timing("bm25_search", *where)]
+        if model in self.dense_models:
+            return [layout.timing("dense_retrieve", *where, model)]
+        inputs = [
+            path
+            for run in self.fusions[model].runs
+            for path in self.first_stage_timings_at(run, where)
+        ]
+        return [*inputs, layout.timing("fuse", *where, model)]
+
+    def local_tradeoff_arguments(self) -> tuple[str, list[str]]:
+        """``rerank tradeoff`` arguments of the local test split, and the files they read."""
+        where = ("local-test", LOCAL_COLLECTION)
+        words: list[Any] = []
+        files: list[str] = []
+        rerank = self.config.local.rerank
+        for first_stage in rerank.first_stages:
+            timings = self.first_stage_timings_at(first_stage, where)
+            words += ["--first-stage", first_stage, *timings]
+            files += timings
+        for first_stage in rerank.first_stages:
+            metrics = self.layout.metrics("local", "test", LOCAL_COLLECTION, first_stage)
+            words += ["--entry", first_stage, 0, metrics]
+            files.append(metrics)
+            timing = self.layout.rerank_timing(
+                self.local_reranker or "", "local", "test", LOCAL_COLLECTION, first_stage
+            )
+            for k in sorted(rerank.ks):
+                run = reranked_run(first_stage, self.local_reranker or "", k)
+                metrics = self.layout.metrics("local", "test", LOCAL_COLLECTION, run)
+                words += ["--entry", first_stage, k, metrics, timing]
+                files += [metrics, timing]
+        return shell_words(words), sorted(set(files))
 
     # --- tables and final outputs ---------------------------------------------------
 

@@ -115,6 +115,7 @@ LOCAL_SAMPLE = (
         "local.valid_fraction",
         "local.num_queries",
         "local.num_valid_queries",
+        ("local.train.num_queries", "num-train-queries"),
         "local.pool_size",
         "local.global_context",
     )
@@ -122,3 +123,9 @@ LOCAL_SAMPLE = (
 )
 LOCAL_TABLES = StageSettings.of("local.cutoffs") + _SIGNIFICANCE
 CONTEXTS_MERGE = _MEMORY
+LOCAL_TRIPLETS = StageSettings.of(
+    "train.triplets.per_query",
+    "train.triplets.hard_negatives",
+    ("local.train.top", "top"),
+    "seed",
+)

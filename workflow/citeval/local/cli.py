@@ -10,8 +10,9 @@ from citeval.cli import positive_int, run_cli
 from citeval.errors import ConfigError
 from citeval.local.sample import sample_local
 from citeval.local.tables import local_table
+from citeval.local.triplets import mine_triplets
 from citeval.significance import settings_for
-from citeval.stages import LOCAL_SAMPLE, LOCAL_TABLES
+from citeval.stages import LOCAL_SAMPLE, LOCAL_TABLES, LOCAL_TRIPLETS
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sample.add_argument("--threads", type=positive_int, default=2, help="DuckDB threads")
     LOCAL_SAMPLE.add_to(sample)
+    triplets = commands.add_parser(
+        "triplets",
+        help="the prefetcher's training triplets from the training split's first-stage run",
+        description="Training triplets (context, cited paper, negative) of the local "
+        "prefetcher (citeval.local.triplets).",
+    )
+    triplets.add_argument("--run", required=True, help="the training split's first-stage run")
+    triplets.add_argument("--qrels", required=True, help="the training split's qrels")
+    triplets.add_argument("--query-papers", required=True, help="samples/local-train/query_papers")
+    triplets.add_argument("--pools", required=True, help="samples/local-train/pools.parquet")
+    triplets.add_argument("--output-dir", required=True, help="train/<name>")
+    LOCAL_TRIPLETS.add_to(triplets)
     tables = commands.add_parser(
         "tables",
         help="a split's table, one section per granularity",
@@ -72,6 +85,7 @@ def command(args: argparse.Namespace) -> None:
             valid_fraction=args.valid_fraction,
             num_queries=args.num_queries,
             num_valid_queries=args.num_valid_queries,
+            num_train_queries=args.num_train_queries,
             pool_size=args.pool_size,
             global_context=args.global_context,
             on_too_small=args.on_too_small,
@@ -79,8 +93,22 @@ def command(args: argparse.Namespace) -> None:
             threads=args.threads,
         )
         for split, counts in report["splits"].items():
-            log.info("local %s: %d queries", split, counts["queries"])
-        log.info("pool of %d candidates", report["pool_size"])
+            log.info(
+                "local %s: %d queries, pool of %d", split, counts["queries"], counts["pool_size"]
+            )
+        return
+    if args.command == "triplets":
+        mine_triplets(
+            args.run,
+            args.qrels,
+            args.query_papers,
+            args.pools,
+            args.output_dir,
+            per_query=args.per_query,
+            hard_negatives=args.hard_negatives,
+            top=args.top,
+            seed=args.seed,
+        )
         return
     models = [model for model, _ in args.metrics]
     if len(set(models)) != len(models):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
@@ -39,7 +39,18 @@ from citeval.trec import write_qrels
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("test", "valid")
+SPLITS = ("test", "valid", "train")
+EVALUATED = ("test", "valid")
+
+
+class Query(NamedTuple):
+    context_id: str
+    citing_id: str
+    granularity: str
+    text: str
+    cited_ids: list[str]
+
+
 QUERY_PAPERS = "query_papers"
 REP = 0
 
@@ -82,14 +93,15 @@ def sample_local(
     valid_fraction: float,
     num_queries: int | None,
     num_valid_queries: int | None,
+    num_train_queries: int | None,
     pool_size: int | None,
     global_context: bool,
     on_too_small: str,
     memory_limit: str | None = None,
     threads: int = 2,
 ) -> dict[str, Any]:
-    """Write ``samples/local-test`` and ``samples/local-valid`` under ``output_dir``; return
-    the report (also written to ``local-report.json``)."""
+    """Write ``samples/local-{test,valid,train}`` under ``output_dir``; return the report
+    (also written to ``local-report.json``)."""
     con = _connect(threads, memory_limit)
     con.execute(
         "CREATE TEMP TABLE candidates AS SELECT paper_id FROM read_parquet(?) "
@@ -98,71 +110,95 @@ def sample_local(
     )
     contexts_path = _require(Path(contexts), "contexts")
     con.execute(
-        "CREATE TEMP TABLE year_contexts AS SELECT context_id, citing_id, granularity, text, "
-        "cited_ids FROM read_parquet(?) WHERE year = ? ORDER BY context_id",
+        "CREATE TEMP TABLE kept_contexts AS SELECT context_id, citing_id, year, granularity, "
+        "text, cited_ids FROM read_parquet(?) WHERE year <= ? ORDER BY context_id",
         [contexts_path, query_year],
     )
     # Keep the cited papers that are candidates, in id order; drop contexts with none left.
     con.execute(
         """
         CREATE TEMP TABLE queries AS
-        SELECT c.context_id, c.citing_id, c.granularity, c.text,
+        SELECT c.context_id, c.citing_id, c.year, c.granularity, c.text,
                list_sort(list_distinct(list(u.cited_id))) AS cited_ids
-        FROM year_contexts c, unnest(c.cited_ids) AS u(cited_id)
+        FROM kept_contexts c, unnest(c.cited_ids) AS u(cited_id)
         WHERE u.cited_id IN (SELECT paper_id FROM candidates)
         GROUP BY ALL ORDER BY c.context_id
         """
     )
-    counts = con.execute(
-        "SELECT (SELECT count(*) FROM read_parquet(?)), (SELECT count(*) FROM year_contexts), "
-        "(SELECT count(*) FROM queries), "
-        "(SELECT count(*) FROM (SELECT unnest(cited_ids) FROM year_contexts)), "
-        "(SELECT count(*) FROM (SELECT unnest(cited_ids) FROM queries)), "
-        "(SELECT count(*) FROM candidates)",
+    n_all, n_candidates = con.execute(
+        "SELECT (SELECT count(*) FROM read_parquet(?)), (SELECT count(*) FROM candidates)",
         [contexts_path],
     ).fetchone()
-    n_all, n_year, n_kept, cited_year, cited_kept, n_candidates = counts
-    citing = [row[0] for row in con.execute("SELECT DISTINCT citing_id FROM queries").fetchall()]
-    by_split = split_citing_papers(citing, valid_fraction, seed)
     guard = SizeGuard(on_too_small)
-    out = Path(output_dir)
     report: dict[str, Any] = {
         "query_year": query_year,
         "seed": seed,
         "valid_fraction": valid_fraction,
         "global_context": global_context,
         "contexts": n_all,
-        "contexts_of_query_year": n_year,
-        "contexts_earlier": n_all - n_year,
-        "contexts_with_a_candidate": n_kept,
-        "contexts_dropped_no_cited_candidate": n_year - n_kept,
-        "cited_removed_not_candidates": cited_year - cited_kept,
+        "contexts_after_query_year": n_all
+        - con.execute("SELECT count(*) FROM kept_contexts").fetchone()[0],
         "candidates": n_candidates,
+        "query_year_contexts": _counts(con, "year = ?", query_year),
+        "training_contexts": _counts(con, "year < ?", query_year),
         "splits": {},
         "warnings": guard.warnings,
     }
-    requested = {"test": num_queries, "valid": num_valid_queries}
+    query_citing = _citing(con, "year = ?", query_year)
+    by_split = {
+        **split_citing_papers(query_citing, valid_fraction, seed),
+        "train": set(_citing(con, "year < ?", query_year)),
+    }
+    requested = {"test": num_queries, "valid": num_valid_queries, "train": num_train_queries}
     chosen = {
         split: _choose_queries(con, split, sorted(by_split[split]), requested[split], seed, guard)
         for split in SPLITS
     }
-    positives = {paper for rows, _ in chosen.values() for row in rows for paper in row[4]}
-    pool = _pool(con, positives, pool_size, seed, guard)
+    evaluated = {
+        paper for split in EVALUATED for row in chosen[split][0] for paper in row.cited_ids
+    }
+    pools = {"test": _pool(con, evaluated, pool_size, seed, guard, "local-pool")}
+    pools["valid"] = pools["test"]
+    trained = {paper for row in chosen["train"][0] for paper in row.cited_ids}
+    pools["train"] = _pool(con, trained, pool_size, seed, guard, "local-train-pool")
+    out = Path(output_dir)
     for split in SPLITS:
         rows, granularities = chosen[split]
         split_dir = out / f"{LOCAL_SETUP}-{split}"
         _write_queries(con, split_dir, rows, global_context, Path(papers))
-        _write_collection(split_dir, split, rows, pool, pool_size)
-        relevant = sum(len(row[4]) for row in rows)
+        _write_collection(split_dir, split, rows, pools[split], pool_size)
+        relevant = sum(len(row.cited_ids) for row in rows)
         report["splits"][split] = {
             "citing_papers": len(by_split[split]),
             "queries": len(rows),
             "relevant_per_query": relevant / len(rows) if rows else 0.0,
             "granularities": granularities,
+            "pool_size": len(pools[split]),
         }
-    report["pool_size"] = len(pool)
     write_json(report, out / f"{LOCAL_SETUP}-report.json")
     return report
+
+
+def _counts(con: duckdb.DuckDBPyConnection, where: str, year: int) -> dict[str, int]:
+    """Contexts (and cited ids) of some years: read, and left with a cited candidate."""
+    read, cited_read = con.execute(
+        f"SELECT count(*), coalesce(sum(len(cited_ids)), 0) FROM kept_contexts WHERE {where}",
+        [year],
+    ).fetchone()
+    kept, cited_kept = con.execute(
+        f"SELECT count(*), coalesce(sum(len(cited_ids)), 0) FROM queries WHERE {where}", [year]
+    ).fetchone()
+    return {
+        "contexts": read,
+        "kept": kept,
+        "dropped_no_cited_candidate": read - kept,
+        "cited_ids_removed_not_candidates": int(cited_read) - int(cited_kept),
+    }
+
+
+def _citing(con: duckdb.DuckDBPyConnection, where: str, year: int) -> list[str]:
+    query = f"SELECT DISTINCT citing_id FROM queries WHERE {where} ORDER BY citing_id"
+    return [row[0] for row in con.execute(query, [year]).fetchall()]
 
 
 def _choose_queries(
@@ -172,28 +208,31 @@ def _choose_queries(
     requested: int | None,
     seed: int,
     guard: SizeGuard,
-) -> tuple[list[tuple], dict[str, dict[str, int]]]:
+) -> tuple[list[Query], dict[str, dict[str, int]]]:
     """The split's contexts (``requested`` of each granularity, or all), by context id."""
-    con.execute("CREATE OR REPLACE TEMP TABLE split_citing (citing_id VARCHAR)")
-    if citing_ids:
-        con.executemany("INSERT INTO split_citing VALUES (?)", [[c] for c in citing_ids])
-    rows = con.execute(
-        "SELECT context_id, citing_id, granularity, text, cited_ids FROM queries "
-        "SEMI JOIN split_citing USING (citing_id) ORDER BY context_id"
-    ).fetchall()
-    chosen: list[tuple] = []
+    con.register("split_citing", pa.table({"citing_id": pa.array(citing_ids, pa.string())}))
+    rows = [
+        Query(*row)
+        for row in con.execute(
+            "SELECT context_id, citing_id, granularity, text, cited_ids FROM queries "
+            "SEMI JOIN split_citing USING (citing_id) ORDER BY context_id"
+        ).fetchall()
+    ]
+    chosen: list[Query] = []
     granularities: dict[str, dict[str, int]] = {}
-    for granularity in sorted({row[2] for row in rows}):
-        ids = pa.array([row[0] for row in rows if row[2] == granularity], pa.string())
+    for granularity in sorted({row.granularity for row in rows}):
+        ids = pa.array(
+            [row.context_id for row in rows if row.granularity == granularity], pa.string()
+        )
         size = len(ids)
         if requested is not None:
             what = f"local {split} contexts of granularity {granularity}"
             size = guard.check(what, requested, len(ids))
         rng = seeded_rng(seed, "local-queries", split, granularity)
         keep = set(draw_sorted(rng, ids, size))
-        chosen += [row for row in rows if row[0] in keep]
+        chosen += [row for row in rows if row.context_id in keep]
         granularities[granularity] = {"available": len(ids), "queries": size}
-    chosen.sort(key=lambda row: row[0])
+    chosen.sort(key=lambda row: row.context_id)
     return chosen, granularities
 
 
@@ -203,24 +242,25 @@ def _pool(
     pool_size: int | None,
     seed: int,
     guard: SizeGuard,
+    key: str,
 ) -> pa.Array:
     """Every candidate, or ``pool_size`` of them that hold every cited paper of the
-    queries; both splits rank the same pool."""
+    queries (the test and validation splits rank the same pool)."""
     candidates = con.sql("SELECT paper_id FROM candidates").to_arrow_table().column(0)
     candidates = candidates.combine_chunks()
     if pool_size is None:
         return candidates
     if len(positives) > pool_size:
         guard.warnings.append(
-            f"local: the queries cite {len(positives)} papers, more than pool_size "
+            f"{key}: the queries cite {len(positives)} papers, more than pool_size "
             f"{pool_size}; the pool holds them all"
         )
     size = max(pool_size, len(positives))
-    return build_pool(seeded_rng(seed, "local-pool"), positives, candidates, set(), size)
+    return build_pool(seeded_rng(seed, key), positives, candidates, set(), size)
 
 
 def _write_collection(
-    out: Path, split: str, chosen: list[tuple], pool: pa.Array, pool_size: int | None
+    out: Path, split: str, chosen: list[Query], pool: pa.Array, pool_size: int | None
 ) -> None:
     """``pools.parquet``, the qrels and ``collections.tsv`` of a split."""
     pool_table = pa.table(
@@ -232,7 +272,7 @@ def _write_collection(
         schema=POOL_SCHEMA,
     )
     write_parquet(pool_table, out / "pools.parquet")
-    qrels = {row[0]: dict.fromkeys(row[4], 1) for row in chosen}
+    qrels = {row.context_id: dict.fromkeys(row.cited_ids, 1) for row in chosen}
     write_qrels(qrels, out / "qrels" / f"{LOCAL_COLLECTION}.qrels")
     requested = len(pool) if pool_size is None else pool_size
     info = CollectionInfo(LOCAL_SETUP, split, LOCAL_GROUP, REP, len(chosen), len(pool), requested)
@@ -243,7 +283,7 @@ def _write_collection(
 def _write_queries(
     con: duckdb.DuckDBPyConnection,
     out: Path,
-    chosen: list[tuple],
+    chosen: list[Query],
     global_context: bool,
     papers: Path,
 ) -> None:
@@ -252,23 +292,21 @@ def _write_queries(
         pa.table(
             {
                 "group": pa.array([LOCAL_GROUP] * len(chosen), pa.string()),
-                "query_id": pa.array([row[0] for row in chosen], pa.string()),
+                "query_id": pa.array([row.context_id for row in chosen], pa.string()),
             }
         ),
         out / "queries.parquet",
     )
-    con.execute("CREATE OR REPLACE TEMP TABLE chosen (context_id VARCHAR, citing_id VARCHAR)")
-    if chosen:
-        con.executemany("INSERT INTO chosen VALUES (?, ?)", [[r[0], r[1]] for r in chosen])
+    citing = sorted({row.citing_id for row in chosen})
+    con.register("chosen", pa.table({"citing_id": pa.array(citing, pa.string())}))
     globals_ = dict(
         con.execute(
             "SELECT paper_id, concat_ws(' ', nullif(trim(title), ''), nullif(trim(abstract), '')) "
-            "FROM read_parquet(?) SEMI JOIN (SELECT DISTINCT citing_id FROM chosen) c "
-            "ON c.citing_id = paper_id",
+            "FROM read_parquet(?) SEMI JOIN chosen c ON c.citing_id = paper_id",
             [str(papers / "*.parquet")],
         ).fetchall()
     )
-    missing = sorted({row[1] for row in chosen} - set(globals_))
+    missing = sorted({row.citing_id for row in chosen} - set(globals_))
     if missing:
         raise InputDataError(
             f"citing paper {missing[0]} of the contexts is not in the corpus "
@@ -278,13 +316,13 @@ def _write_queries(
         )
     table = pa.table(
         {
-            "paper_id": pa.array([row[0] for row in chosen], pa.string()),
-            "title": pa.array([row[3] for row in chosen], pa.string()),
+            "paper_id": pa.array([row.context_id for row in chosen], pa.string()),
+            "title": pa.array([row.text for row in chosen], pa.string()),
             "abstract": pa.array(
-                [globals_[row[1]] if global_context else None for row in chosen], pa.string()
+                [globals_[row.citing_id] if global_context else None for row in chosen], pa.string()
             ),
-            "granularity": pa.array([row[2] for row in chosen], pa.string()),
-            "citing_id": pa.array([row[1] for row in chosen], pa.string()),
+            "granularity": pa.array([row.granularity for row in chosen], pa.string()),
+            "citing_id": pa.array([row.citing_id for row in chosen], pa.string()),
         }
     )
     write_parquet(table, out / QUERY_PAPERS / "part-00000.parquet")

@@ -73,7 +73,9 @@ def train_command(args: argparse.Namespace) -> None:
         query_tokens=args.query_tokens,
         candidate_tokens=args.candidate_tokens,
     )
-    pairs, texts = load_training_data(args.run, args.qrels, args.papers, args.top)
+    pairs, texts = load_training_data(
+        args.run, args.qrels, args.papers, args.top, args.query_papers, args.add_cited
+    )
     run_training(
         pairs,
         texts,
@@ -87,6 +89,8 @@ def train_command(args: argparse.Namespace) -> None:
             "runs": [str(p) for p in args.run],
             "qrels": [str(p) for p in args.qrels],
             "papers": str(args.papers),
+            "query_papers": None if args.query_papers is None else str(args.query_papers),
+            "add_cited": args.add_cited,
         },
     )
 
@@ -107,6 +111,7 @@ def rerank_command(args: argparse.Namespace) -> None:
         batch_size=args.batch_size,
         device=args.device,
         tag_prefix=args.tag_prefix,
+        query_papers=args.query_papers,
     )
 
 
@@ -132,7 +137,7 @@ def tradeoff_command(args: argparse.Namespace) -> None:
             raise CitevalError(f"--entry {values}: K must be >= 0")
         timing = Path(values[3]) if len(values) == 4 else None
         entries.append(Entry(values[0], k, Path(values[2]), timing))
-    rows = write_tradeoff(first_stages, entries, args.output_dir, args.title)
+    rows = write_tradeoff(first_stages, entries, args.output_dir, args.title, args.name)
     LOG.info("%d rows written to %s", len(rows), args.output_dir)
 
 
@@ -156,6 +161,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--qrels", required=True, type=Path, action="append", help="its qrels (one per --run)"
     )
     train.add_argument("--papers", required=True, type=Path, help="corpus papers folder")
+    train.add_argument(
+        "--query-papers",
+        type=Path,
+        default=None,
+        help="papers folder of the queries when they are not corpus papers (the local "
+        "task's contexts: samples/local-<split>/query_papers)",
+    )
+    train.add_argument(
+        "--add-cited",
+        action="store_true",
+        help="also pair each query with every paper its qrels call relevant, retrieved or "
+        "not (HAtten's scheme for the local task)",
+    )
     train.add_argument("--output-dir", required=True, type=Path)
     train.add_argument("--save-steps", type=positive_int, default=SAVE_STEPS)
     train.add_argument("--logging-steps", type=positive_int, default=LOGGING_STEPS)
@@ -168,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     rerank.add_argument("--model", required=True, help="trained reranker folder")
     rerank.add_argument("--papers", required=True, type=Path, help="corpus papers folder")
     rerank.add_argument("--run", required=True, type=Path, help="first-stage TREC run")
+    rerank.add_argument(
+        "--query-papers",
+        type=Path,
+        default=None,
+        help="papers folder of the queries when they are not corpus papers (the local "
+        "task's contexts: samples/local-<split>/query_papers)",
+    )
     rerank.add_argument("--ks", required=True, type=positive_int, nargs="+")
     rerank.add_argument("--outputs", required=True, type=Path, nargs="+", help="one per K")
     rerank.add_argument("--timing", required=True, type=Path, help="timing JSON to write")
@@ -194,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="NAME K METRICS_TSV [TIMING_JSON] (repeatable; K=0: the first stage alone)",
     )
     tradeoff.add_argument("--output-dir", required=True, type=Path)
+    tradeoff.add_argument(
+        "--name", default="tradeoff", help="file name of the outputs (default: tradeoff)"
+    )
     tradeoff.add_argument("--title", default="Cross-encoder reranking: effectiveness against cost")
     tradeoff.set_defaults(handler=tradeoff_command)
     return parser

@@ -45,6 +45,26 @@ def read_papers(papers_dir: str | os.PathLike, paper_ids: Iterable[str]) -> Text
     return dict(zip(ids, zip(titles, abstracts, strict=True), strict=True))
 
 
+def read_run_texts(
+    papers_dir: str | os.PathLike,
+    runs: Iterable[dict[str, list[tuple[str, float]]]],
+    depth: int | None,
+    query_papers: str | os.PathLike | None = None,
+    extra_ids: Iterable[str] = (),
+) -> Texts:
+    """The texts of every query and every document within ``depth`` of the runs (and of
+    ``extra_ids``). Queries are papers of ``query_papers`` when given (the local task's
+    contexts, whose ids are no paper's), else of ``papers_dir``."""
+    runs = list(runs)
+    ids = run_ids(runs, depth) | set(extra_ids)
+    if query_papers is None:
+        return read_papers(papers_dir, ids)
+    queries = {qid for run in runs for qid in run}
+    texts = read_papers(papers_dir, ids - queries)
+    texts.update(read_papers(query_papers, queries))
+    return texts
+
+
 def check_in_corpus(
     run: dict[str, list[tuple[str, float]]],
     path: str | os.PathLike,

@@ -46,7 +46,7 @@ import numpy as np
 
 from citeval.errors import CitevalError
 from citeval.io import write_json
-from citeval.rerank.data import Texts, check_in_corpus, read_papers, read_ranked_run, run_ids
+from citeval.rerank.data import Texts, check_in_corpus, read_ranked_run, read_run_texts
 from citeval.trec import write_run
 
 LOG = logging.getLogger(__name__)
@@ -146,6 +146,7 @@ def rerank(
     batch_size: int | None = None,
     device: str | None = None,
     tag_prefix: str = "ce-k",
+    query_papers: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Rerank ``run_path`` for every K, write each K's run and the timing; return timing.
 
@@ -163,7 +164,7 @@ def rerank(
     run = read_ranked_run(run_path)
     check_ks(run, ks, run_path)
     depth = max(ks)
-    texts = read_papers(papers_dir, run_ids([run], depth))
+    texts = read_run_texts(papers_dir, [run], depth, query_papers)
     check_in_corpus(run, run_path, texts, depth)
 
     scoring = {

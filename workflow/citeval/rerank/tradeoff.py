@@ -300,12 +300,13 @@ def write_tradeoff(
     entries: Sequence[Entry],
     output_dir: str | os.PathLike,
     title: str = "Cross-encoder reranking: effectiveness against cost",
+    name: str = "tradeoff",
 ) -> list[Row]:
-    """Write ``tradeoff.tsv``, ``tradeoff.md`` and ``tradeoff.png`` to ``output_dir``."""
+    """Write ``<name>.tsv``, ``<name>.md`` and ``<name>.png`` to ``output_dir``."""
     rows = build_rows(first_stages, entries)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(format_tsv(rows), out / "tradeoff.tsv")
-    write_text(format_markdown(rows), out / "tradeoff.md")
-    plot(rows, out / "tradeoff.png", title)
+    write_text(format_tsv(rows), out / f"{name}.tsv")
+    write_text(format_markdown(rows), out / f"{name}.md")
+    plot(rows, out / f"{name}.png", title)
     return rows

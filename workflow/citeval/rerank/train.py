@@ -68,7 +68,7 @@ from typing import Any
 
 from citeval.errors import CitevalError, InputDataError
 from citeval.io import atomic_path, write_json
-from citeval.rerank.data import check_in_corpus, read_papers, read_ranked_run, run_ids
+from citeval.rerank.data import check_in_corpus, read_ranked_run, read_run_texts
 from citeval.trec import read_qrels
 
 LOG = logging.getLogger(__name__)
@@ -127,8 +127,13 @@ def build_pairs(
     runs: Sequence[tuple[str | os.PathLike, dict[str, list[tuple[str, float]]]]],
     qrels: Sequence[dict[str, dict[str, int]]],
     top: int,
+    add_cited: bool = False,
 ) -> list[Pair]:
-    """Distinct (query, candidate) pairs of the top ``top`` of each run, labelled by qrels."""
+    """Distinct (query, candidate) pairs of the top ``top`` of each run, labelled by qrels.
+
+    ``add_cited`` adds every relevant paper of a query as a positive pair, retrieved or not
+    (HAtten's scheme: the cited paper and negatives from the prefetcher's top).
+    """
     labels: dict[tuple[str, str], int] = {}
     for (path, run), judged in zip(runs, qrels, strict=True):
         if not run:
@@ -138,6 +143,10 @@ def build_pairs(
             for doc_id, _ in ranked[:top]:
                 label = int(relevant.get(doc_id, 0) > 0)
                 labels[(qid, doc_id)] = max(labels.get((qid, doc_id), 0), label)
+            if add_cited:
+                for doc_id, rel in relevant.items():
+                    if rel > 0:
+                        labels[(qid, doc_id)] = 1
     pairs = [Pair(q, c, label) for (q, c), label in sorted(labels.items())]
     if not any(p.label for p in pairs):
         raise InputDataError(
@@ -406,16 +415,26 @@ def load_training_data(
     qrels_paths: Sequence[str | os.PathLike],
     papers_dir: str | os.PathLike,
     top: int,
+    query_papers: str | os.PathLike | None = None,
+    add_cited: bool = False,
 ) -> tuple[list[Pair], dict[str, tuple[str | None, str | None]]]:
-    """Read and check the runs, qrels and the papers the pairs need."""
+    """Read and check the runs, qrels and the papers the pairs need (queries from
+    ``query_papers`` when given; ``add_cited``: see :func:`build_pairs`)."""
     if len(run_paths) != len(qrels_paths) or not run_paths:
         raise CitevalError(
             f"give one --qrels per --run (got {len(run_paths)} runs, {len(qrels_paths)} qrels)"
         )
     runs = [(path, read_ranked_run(path)) for path in run_paths]
     qrels = [read_qrels(path) for path in qrels_paths]
-    pairs = build_pairs(runs, qrels, top)
-    texts = read_papers(papers_dir, run_ids([run for _, run in runs], top))
+    pairs = build_pairs(runs, qrels, top, add_cited)
+    cited = {p.candidate_id for p in pairs if p.label}
+    texts = read_run_texts(papers_dir, [run for _, run in runs], top, query_papers, cited)
+    missing = sorted(cited - set(texts))
+    if missing:
+        raise InputDataError(
+            f"cited paper {missing[0]!r} of the qrels is not in the papers corpus",
+            path=str(qrels_paths[0]),
+        )
     for path, run in runs:
         check_in_corpus(run, path, texts, top)
     return pairs, texts

@@ -118,11 +118,13 @@ def fit_command(args: argparse.Namespace) -> None:
         device=args.device,
         save_steps=args.save_steps,
         logging_steps=args.logging_steps,
+        loss_name=args.loss,
+        anchor_papers=args.anchor_papers,
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from citeval.train.fit import LOGGING_STEPS, SAVE_STEPS
+    from citeval.train.fit import LOGGING_STEPS, LOSSES, SAVE_STEPS
 
     parser = argparse.ArgumentParser(
         prog="python -m citeval.train",
@@ -165,6 +167,20 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--name", required=True, help="the trained model's registry name")
     fit.add_argument("--model-json", required=True, help="the base model's registry entry")
     fit.add_argument("--output-dir", required=True, type=Path)
+    fit.add_argument(
+        "--anchor-papers",
+        type=Path,
+        default=None,
+        help="papers folder of the anchors when they are not corpus papers (the local "
+        "prefetcher: samples/local-train/query_papers)",
+    )
+    fit.add_argument(
+        "--loss",
+        choices=LOSSES,
+        default="triplet",
+        help="triplet = margin loss (SciNCL, SPECTER); in_batch = in-batch and hard "
+        "negatives (the local prefetcher) (default: triplet)",
+    )
     fit.add_argument("--save-steps", type=positive_int, default=SAVE_STEPS)
     fit.add_argument("--logging-steps", type=positive_int, default=LOGGING_STEPS)
     fit.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")

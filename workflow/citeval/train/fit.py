@@ -109,9 +109,16 @@ def build_model(spec: ModelSpec, device: str) -> Any:
 
 
 def read_triplet_texts(
-    triplets_path: str | os.PathLike, papers_dir: str | os.PathLike, sep: str
+    triplets_path: str | os.PathLike,
+    papers_dir: str | os.PathLike,
+    sep: str,
+    anchor_papers: str | os.PathLike | None = None,
 ) -> dict[str, list[str]]:
-    """``{"anchor": [...], "positive": [...], "negative": [...]}`` texts of the triplets."""
+    """``{"anchor": [...], "positive": [...], "negative": [...]}`` texts of the triplets.
+
+    Anchors are papers of ``anchor_papers`` when given (the local task's contexts, in
+    ``query_papers/``), else of ``papers_dir`` like the positives and negatives.
+    """
     from citeval.rerank.data import read_papers
 
     path = Path(triplets_path)
@@ -120,7 +127,11 @@ def read_triplet_texts(
     table = pq.read_table(path)
     columns = {"anchor": "query_id", "positive": "positive_id", "negative": "negative_id"}
     ids = {role: table.column(column).to_pylist() for role, column in columns.items()}
-    texts = read_papers(papers_dir, {paper for values in ids.values() for paper in values})
+    if anchor_papers is None:
+        texts = read_papers(papers_dir, {paper for values in ids.values() for paper in values})
+    else:
+        texts = read_papers(papers_dir, {*ids["positive"], *ids["negative"]})
+        texts.update(read_papers(anchor_papers, set(ids["anchor"])))
     for role, column in columns.items():
         for row, paper_id in enumerate(ids[role]):
             if paper_id not in texts:
@@ -129,6 +140,28 @@ def read_triplet_texts(
                     path=str(path), line=row + 1, field=column,
                 )  # fmt: skip
     return {role: [build_text(*texts[p], sep) for p in values] for role, values in ids.items()}
+
+
+LOSSES = ("triplet", "in_batch")
+
+
+def build_loss(model: Any, spec: ModelSpec, settings: FitSettings, loss_name: str) -> Any:
+    """The training loss (:data:`LOSSES`); ``in_batch`` scores pairs with the model's own
+    similarity (cosine for cosine and l2 models, dot product for ip)."""
+    from sentence_transformers import util
+    from sentence_transformers.sentence_transformer.losses import (
+        MultipleNegativesRankingLoss,
+        TripletLoss,
+    )
+
+    if loss_name == "triplet":
+        return TripletLoss(
+            model, distance_metric=triplet_distance(spec.similarity), triplet_margin=settings.margin
+        )
+    if loss_name == "in_batch":
+        similarity = util.dot_score if spec.similarity == "ip" else util.cos_sim
+        return MultipleNegativesRankingLoss(model, similarity_fct=similarity)
+    raise ConfigError(f"unknown loss {loss_name!r}; expected one of {LOSSES}")
 
 
 def mean_triplet_loss(model: Any, loss: Any, texts: dict[str, list[str]], batch_size: int) -> float:
@@ -158,14 +191,21 @@ def train_encoder(
     device: str,
     save_steps: int = SAVE_STEPS,
     logging_steps: int = LOGGING_STEPS,
+    loss_name: str = "triplet",
+    anchor_papers: str | os.PathLike | None = None,
 ) -> Path:
-    """Train ``spec``'s model on the triplets and save it to ``<output_dir>/model``."""
+    """Train ``spec``'s model on the triplets and save it to ``<output_dir>/model``.
+
+    ``loss_name``: ``triplet`` (SciNCL's and SPECTER's margin loss) or ``in_batch``
+    (multiple negatives ranking: each anchor against its positive, its negative and every
+    other triplet's positive and negative in the batch, the usual loss of retrieval
+    bi-encoders, for the local prefetcher).
+    """
     from datasets import Dataset
     from sentence_transformers import (
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
     )
-    from sentence_transformers.sentence_transformer.losses import TripletLoss
     from transformers.trainer_utils import get_last_checkpoint
 
     output = Path(output_dir)
@@ -176,10 +216,10 @@ def train_encoder(
     started = time.perf_counter()
     model = build_model(spec, device)
     on_cuda = model.device.type == "cuda"
-    texts = read_triplet_texts(triplets_path, papers_dir, model.tokenizer.sep_token)
-    loss = TripletLoss(
-        model, distance_metric=triplet_distance(spec.similarity), triplet_margin=settings.margin
+    texts = read_triplet_texts(
+        triplets_path, papers_dir, model.tokenizer.sep_token, anchor_papers=anchor_papers
     )
+    loss = build_loss(model, spec, settings, loss_name)
     checkpoints = output / CHECKPOINT_DIR
     arguments = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints),
@@ -201,6 +241,8 @@ def train_encoder(
         logging_steps=logging_steps,
         report_to="none",
         dataloader_num_workers=0,
+        # In-batch negatives: a batch never holds the same text twice (a false negative).
+        batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
     )
     trainer = SentenceTransformerTrainer(
         model=model, args=arguments, train_dataset=Dataset.from_dict(texts), loss=loss
@@ -216,6 +258,7 @@ def train_encoder(
             {
                 "base": spec.to_config(),
                 "settings": asdict(settings),
+                "loss": loss_name,
                 "triplets": str(triplets_path),
                 "triplets_sha256": file_fingerprint(triplets_path),
                 "num_triplets": len(texts["anchor"]),
