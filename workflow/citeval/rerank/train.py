@@ -69,6 +69,7 @@ from typing import Any
 from citeval.errors import CitevalError, InputDataError
 from citeval.io import atomic_path, write_json
 from citeval.rerank.data import check_in_corpus, read_ranked_run, read_run_texts
+from citeval.training import check_max_steps, loop_arguments
 from citeval.trec import read_qrels
 
 LOG = logging.getLogger(__name__)
@@ -110,10 +111,7 @@ class TrainSettings:
     max_grad_norm: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.max_steps != -1 and self.max_steps < 1:
-            raise CitevalError(
-                f"max_steps must be -1 (the epochs decide) or at least 1, got {self.max_steps}"
-            )
+        check_max_steps(self.max_steps)
 
 
 @dataclass(frozen=True)
@@ -260,30 +258,20 @@ def _trainer(
 
     on_cuda = reranker.device.type == "cuda"
     arguments = CrossEncoderTrainingArguments(
-        output_dir=str(checkpoints),
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps,
-        per_device_train_batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        weight_decay=settings.weight_decay,
-        warmup_steps=settings.warmup_steps,
-        lr_scheduler_type="linear",
+        **loop_arguments(
+            settings,
+            str(checkpoints),
+            on_cuda=on_cuda,
+            save_steps=save_steps,
+            logging_steps=logging_steps,
+        ),
+        # The paper's optimizer: Adam(W) with these betas and epsilon, gradients clipped.
         optim="adamw_torch",
         adam_beta1=0.9,
         adam_beta2=0.999,
         adam_epsilon=1e-8,
         max_grad_norm=settings.max_grad_norm,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        fp16=on_cuda,
-        use_cpu=not on_cuda,
-        save_strategy="steps",
-        save_steps=save_steps,
-        save_total_limit=1,
         logging_strategy="steps",
-        logging_steps=logging_steps,
-        report_to="none",
-        dataloader_num_workers=0,
         dataloader_pin_memory=on_cuda,
     )
     return CrossEncoderTrainer(

@@ -36,6 +36,7 @@ from citeval.models import (
     resolve_model_path,
     transformer_dir,
 )
+from citeval.training import check_max_steps, loop_arguments
 
 LOG = logging.getLogger(__name__)
 FINAL_DIR = "model"
@@ -68,10 +69,7 @@ class FitSettings:
     seed: int
 
     def __post_init__(self) -> None:
-        if self.max_steps != -1 and self.max_steps < 1:
-            raise ConfigError(
-                f"max_steps must be -1 (the epochs decide) or at least 1, got {self.max_steps}"
-            )
+        check_max_steps(self.max_steps)
 
 
 def negative_inner_product(x: Any, y: Any) -> Any:
@@ -222,25 +220,14 @@ def train_encoder(
     loss = build_loss(model, spec, settings, loss_name)
     checkpoints = output / CHECKPOINT_DIR
     arguments = SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoints),
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps,
-        per_device_train_batch_size=settings.batch_size,
+        **loop_arguments(
+            settings,
+            str(checkpoints),
+            on_cuda=on_cuda,
+            save_steps=save_steps,
+            logging_steps=logging_steps,
+        ),
         gradient_accumulation_steps=settings.gradient_accumulation,
-        learning_rate=settings.learning_rate,
-        weight_decay=settings.weight_decay,
-        warmup_steps=settings.warmup_steps,
-        lr_scheduler_type="linear",
-        seed=settings.seed,
-        data_seed=settings.seed,
-        fp16=on_cuda,
-        use_cpu=not on_cuda,
-        save_strategy="steps",
-        save_steps=save_steps,
-        save_total_limit=1,
-        logging_steps=logging_steps,
-        report_to="none",
-        dataloader_num_workers=0,
         # In-batch negatives: a batch never holds the same text twice (a false negative).
         batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
     )
