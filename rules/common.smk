@@ -11,7 +11,14 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval import stages
 from citeval.cli import memory_bytes
 from citeval.config import load_config
-from citeval.layout import LOCAL_COLLECTION, MDCR_SPLIT_OF_FILE, WILDCARDS, reranked_label
+from citeval.layout import (
+    LOCAL_COLLECTION,
+    MDCR_SPLIT_OF_FILE,
+    WILDCARDS,
+    oracle_run,
+    reranked_label,
+    reranked_run,
+)
 from citeval.plan import Plan, shell_words
 
 # Every job imports the citeval package from this checkout, whether or not it was
@@ -54,7 +61,7 @@ wildcard_constraints:
     dense_model=_alternatives(PLAN.dense_models),
     fusion=_alternatives(PLAN.fusions),
     model=_alternatives(
-        [*PLAN.models, *PLAN.local_reranked_runs, *([RERANKER] if RERANKER else [])]
+        [*PLAN.models, *PLAN.local_rows.values(), *([RERANKER] if RERANKER else [])]
     ),
     first_stage=_alternatives(PLAN.first_stages),
     trained=_alternatives(PLAN.trained_models),

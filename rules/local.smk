@@ -238,6 +238,71 @@ if PLAN.local_reranker:
             "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
             "--threads {threads} 2> {log:q}"
 
+    rule local_oracle:
+        input:
+            run=LAYOUT.run("local", "{split}", LOCAL_COLLECTION, "{first_stage}"),
+            samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+        output:
+            LAYOUT.run("local", "{split}", LOCAL_COLLECTION, oracle_run("{first_stage}", "{k}")),
+        wildcard_constraints:
+            k=r"\d+",
+        params:
+            qrels=lambda wildcards: LAYOUT.qrels("local", wildcards.split, LOCAL_COLLECTION),
+        conda:
+            "../envs/core.yaml"
+        log:
+            LAYOUT.log("local_oracle", "{split}", "{first_stage}", "{k}"),
+        benchmark:
+            LAYOUT.timing("local_oracle", "{split}", "{first_stage}", "{k}")
+        resources:
+            mem_mb=2000,
+            runtime=30,
+        shell:
+            "python -m citeval.local oracle --run {input.run:q} --qrels {params.qrels:q} "
+            "--k {wildcards.k} --output {output:q} 2> {log:q}"
+
+    rule local_rerank_oracle:
+        input:
+            model=rules.local_rerank_train.output,
+            run=rules.local_oracle.output,
+            samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+            corpus=rules.ingest_merge.output,
+        output:
+            run=LAYOUT.run(
+                "local",
+                "{split}",
+                LOCAL_COLLECTION,
+                reranked_run(oracle_run("{first_stage}", "{k}"), PLAN.local_reranker, "{k}"),
+            ),
+            timing=LAYOUT.rerank_timing(
+                PLAN.local_reranker,
+                "local",
+                "{split}",
+                LOCAL_COLLECTION,
+                oracle_run("{first_stage}", "{k}"),
+            ),
+        wildcard_constraints:
+            k=r"\d+",
+        params:
+            settings=settings(stages.RERANK),
+            tag_prefix=reranked_label(oracle_run("{first_stage}", ""), PLAN.local_reranker, ""),
+        conda:
+            "../envs/dense.yaml"
+        log:
+            LAYOUT.log("local_rerank_oracle", "{split}", "{first_stage}", "{k}"),
+        benchmark:
+            LAYOUT.timing("local_rerank_oracle", "{split}", "{first_stage}", "{k}")
+        threads: CONFIG.retrieval.threads
+        resources:
+            mem_mb=8000,
+            runtime=240,
+        shell:
+            "python -m citeval.rerank rerank --model {input.model:q} "
+            "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
+            "--run {input.run:q} --ks {wildcards.k} --outputs {output.run:q} "
+            "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
+            "--threads {threads} 2> {log:q}"
+
     LOCAL_TRADEOFF, LOCAL_TRADEOFF_INPUTS = PLAN.local_tradeoff_arguments()
 
     rule local_tradeoff:

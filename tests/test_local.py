@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from citeval.collection_list import read_collections
+from citeval.errors import CitevalError
 from citeval.local.cli import main
 from citeval.local.sample import sample_local, split_citing_papers
 from citeval.local.tables import local_measures
@@ -302,3 +303,21 @@ def test_triplets_take_hard_negatives_from_the_run_and_never_the_citing_paper(tm
     )
     again = tmp_path / "again/triplets.parquet"
     assert again.read_bytes() == (tmp_path / "out/triplets.parquet").read_bytes()
+
+
+def test_oracle_prefetch_puts_every_cited_paper_in_the_top_k(tmp_path):
+    from citeval.local.oracle import oracle_list, oracle_run
+
+    ranked = ["d1", "d2", "d3", "d4", "d5", "c2"]
+    # c1 (not retrieved) and c2 (rank 6) enter the top 3 in place of its lowest uncited
+    # candidates, which move down; the rest keeps its order.
+    assert oracle_list(ranked, {"c1", "c2"}, 3) == ["d1", "c1", "c2", "d2", "d3", "d4", "d5"]
+    assert oracle_list(ranked, {"d2"}, 3) == ranked  # already there: unchanged
+    assert oracle_list(["d1"], {"c1"}, 3) == ["d1", "c1"]  # a short list makes room itself
+    with pytest.raises(CitevalError, match="cannot fit"):
+        oracle_list(ranked, {"a", "b"}, 1)
+    run = tmp_path / "run.trec"
+    run.write_text("q Q0 d1 1 3.0 bm25\nq Q0 d2 2 2.0 bm25\nq Q0 d3 3 1.0 bm25\n")
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q 0 d3 1\n")
+    assert oracle_run(run, qrels, 1) == {"q": {"d3": 3.0, "d1": 2.0, "d2": 1.0}}

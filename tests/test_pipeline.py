@@ -62,12 +62,13 @@ def pipeline_config(tiny_model: Path) -> dict:
         "train": {"num_queries": 20, "pool_size": 300, "years_before": 3, "learning_rate": 1e-3,
                   "warmup_steps": 2, "batch_size": 8, "epochs": 1},
     }  # fmt: skip
-    config["local"] = local_config(["bm25", "tiny", "rrf"])
+    config["local"] = local_config(["bm25", "tiny", "rrf"], rerank=True)
     return config
 
 
-def local_config(models: list[str]) -> dict:
-    """The local task on the synthetic full text, small enough for the tests."""
+def local_config(models: list[str], rerank: bool) -> dict:
+    """The local task on the synthetic full text, small enough for the tests; ``rerank``:
+    the cross-encoder (the rerank section's model) reranks BM25's top 20 and 100."""
     return {
         "enabled": True,
         "input": {"paths": ["resources/synthetic/e2e/pdf_parses-{shard}.jsonl.gz"]},
@@ -77,7 +78,8 @@ def local_config(models: list[str]) -> dict:
         "k": 100,
         "cutoffs": [1, 5, 10, 20, 50, 100],
         "models": models,
-        "train": {"num_queries": 300},
+        "train": {"num_queries": 100},
+        "rerank": {"enabled": rerank, "first_stages": ["bm25"], "ks": [20, 100], "oracle": rerank},
     }
 
 
@@ -137,10 +139,20 @@ def test_local_task_has_contexts_splits_and_tables(two_runs):
         assert lines[0].split("\t")[:3] == ["granularity", "model", "MRR"]
         rows = [line.split("\t") for line in lines[1:]]
         assert [(row[0], row[1]) for row in rows] == [
-            ("chars-200", model) for model in ("bm25", "tiny", "rrf")
-        ]
-        bm25_r100 = float(rows[0][lines[0].split("\t").index("R@100")])
-        assert bm25_r100 > 20.0, "BM25 should find the citing sentences' words"
+            ("chars-200", model)
+            for model in (
+                "bm25", "tiny", "rrf", "bm25>ce@20", "bm25>ce@100",
+                "bm25+oracle20>ce@20", "bm25+oracle100>ce@100",
+            )
+        ]  # fmt: skip
+        r100 = lines[0].split("\t").index("R@100")
+        assert float(rows[0][r100]) > 20.0, "BM25 should find the citing sentences' words"
+        # Reranking the top K changes no candidate: R@100 is BM25's at K = 20 and 100.
+        assert rows[3][r100] == rows[4][r100] == rows[0][r100]
+        # The oracle prefetch holds every cited paper in its top K: R@K is 100.
+        assert float(rows[6][r100]) == 100.0
+    tradeoff = (out / "tables" / "local_tradeoff.tsv").read_text().splitlines()
+    assert [line.split("\t")[1] for line in tradeoff[1:]] == ["0", "20", "100"]
 
 
 def test_mdcr_is_built_scored_and_tabulated_for_every_model(two_runs):

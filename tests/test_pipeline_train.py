@@ -37,7 +37,7 @@ def trained_run(tmp_path_factory, tiny_bert_dir):
         "triplets": {"num_queries": 20, "scincl": {"k_positive": 8, "k_hard": 40}},
         "fit": {"epochs": 1, "batch_size": 8, "gradient_accumulation": 1, "learning_rate": 1e-4},
     }  # fmt: skip
-    config["local"] = local_config(["bm25", "tiny", PREFETCHER])
+    config["local"] = local_config(["bm25", "tiny", PREFETCHER], rerank=False)
     workdir = prepare(tmp_path_factory.mktemp("pipeline-train") / "run", config)
     result = snakemake(workdir)
     assert result.returncode == 0, result.stderr[-6000:]

@@ -103,7 +103,7 @@ def test_the_local_task_of_the_default_run(plan):
     }
     assert plan.local_query_year == 2019 and plan.local_splits == ["test", "valid"]
     assert list(plan.local_rows) == [
-        "bm25", "minilm", "minilm_local", "rrf", "bm25>ce@20", "bm25>ce@100"
+        "bm25", "minilm", "minilm_local", "rrf", "bm25>ce@10", "bm25>ce@20"
     ]  # fmt: skip
     assert plan.local_rows["bm25>ce@20"] == "bm25.ce@20"
     assert plan.local_runs == ["bm25", "minilm", "minilm_local", "rrf"]
@@ -112,8 +112,8 @@ def test_the_local_task_of_the_default_run(plan):
     assert plan.metric_cutoffs_of("local") == plan.local_cutoffs
     assert plan.retrieval_k("local") == 1000 and plan.retrieval_k("dataset") == 500
     assert plan.local_train_run == "results/demo/runs/local-train/contexts.rep0/bm25.trec"
-    assert plan.local_metrics("test")["bm25>ce@100"] == (
-        "results/demo/metrics/local-test/contexts.rep0/bm25.ce@100.tsv"
+    assert plan.local_metrics("test")["bm25>ce@20"] == (
+        "results/demo/metrics/local-test/contexts.rep0/bm25.ce@20.tsv"
     )
     assert plan.fit_sampler_arguments("minilm_local") == [
         "--loss", "in_batch", "--anchor-papers", "results/demo/samples/local-train/query_papers"
@@ -125,6 +125,14 @@ def test_the_local_task_of_the_default_run(plan):
     outputs = plan.final_outputs()
     for name in ("local_test.md", "local_valid.tsv", "local_tradeoff.png"):
         assert f"results/demo/tables/{name}" in outputs
+
+
+def test_the_oracle_prefetch_adds_a_reranked_row_per_k():
+    raw = demo_raw()
+    raw["local"]["rerank"]["oracle"] = True
+    plan = Plan.from_config(load_config(raw))
+    assert plan.local_oracle_runs == {"bm25+oracle10": ("bm25", 10), "bm25+oracle20": ("bm25", 20)}
+    assert plan.local_rows["bm25+oracle20>ce@20"] == "bm25+oracle20.ce@20"
 
 
 def test_acm_cr_evaluates_its_curated_contexts_on_the_test_split():

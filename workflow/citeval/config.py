@@ -252,6 +252,7 @@ class LocalRerank(Section):
     enabled: bool
     first_stages: list[str]
     ks: list[int]
+    oracle: bool
 
 
 class Local(Section):

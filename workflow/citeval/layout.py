@@ -42,6 +42,11 @@ def reranked_label(first_stage: str, reranker: str, k: int | str) -> str:
     return f"{first_stage}>{reranker}@{k}"
 
 
+def oracle_run(first_stage: str, k: int | str) -> str:
+    """HAtten's oracle prefetch of a first stage at K (citeval.local.oracle)."""
+    return f"{first_stage}+oracle{k}"
+
+
 def run_name(label: str) -> str:
     """The file name of a table label: ``bm25>ce@10`` -> ``bm25.ce@10``."""
     return label.replace(">", ".")

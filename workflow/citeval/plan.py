@@ -29,7 +29,7 @@ from citeval.collection_list import (
     tuning_collections,
 )
 from citeval.config import Config
-from citeval.layout import LOCAL_COLLECTION, Layout, reranked_label, reranked_run
+from citeval.layout import LOCAL_COLLECTION, Layout, oracle_run, reranked_label, reranked_run
 from citeval.settings import StageSettings
 
 SETUP_SECTIONS = (("dataset", "dataset_level"), ("field", "field_level"))
@@ -453,11 +453,27 @@ class Plan:
         }
 
     @cached_property
+    def local_oracle_runs(self) -> dict[str, tuple[str, int]]:
+        """HAtten's oracle prefetch runs (local.rerank.oracle): name -> (first stage, K)."""
+        if not (self.local_reranker and self.config.local.rerank.oracle):
+            return {}
+        rerank = self.config.local.rerank
+        return {
+            oracle_run(first_stage, k): (first_stage, k)
+            for first_stage in rerank.first_stages
+            for k in sorted(rerank.ks)
+        }
+
+    @cached_property
     def local_rows(self) -> dict[str, str]:
-        """The local tables' rows: table label -> run name (local.models, reranked runs)."""
+        """The local tables' rows: table label -> run name (local.models, reranked runs,
+        the oracle prefetch reranked at its K)."""
+        name = self.local_reranker or ""
         rows = {model: model for model in self.local_models}
         for run, (first_stage, k) in self.local_reranked_runs.items():
-            rows[reranked_label(first_stage, self.local_reranker or "", k)] = run
+            rows[reranked_label(first_stage, name, k)] = run
+        for oracle, (_, k) in self.local_oracle_runs.items():
+            rows[reranked_label(oracle, name, k)] = reranked_run(oracle, name, k)
         return rows
 
     @cached_property

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from citeval.cli import positive_int, run_cli
 from citeval.errors import ConfigError
+from citeval.local.oracle import write_oracle_run
 from citeval.local.sample import sample_local
 from citeval.local.tables import local_table
 from citeval.local.triplets import mine_triplets
@@ -53,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     triplets.add_argument("--pools", required=True, help="samples/local-train/pools.parquet")
     triplets.add_argument("--output-dir", required=True, help="train/<name>")
     LOCAL_TRIPLETS.add_to(triplets)
+    oracle = commands.add_parser(
+        "oracle",
+        help="HAtten's oracle prefetch: the run with every cited paper in its top K",
+        description="A first-stage run whose top K holds every cited paper "
+        "(citeval.local.oracle); rerank it at K and label it as an oracle.",
+    )
+    oracle.add_argument("--run", required=True, help="a first stage's run")
+    oracle.add_argument("--qrels", required=True, help="the split's qrels")
+    oracle.add_argument("--k", required=True, type=positive_int, help="the reranking depth")
+    oracle.add_argument("--output", required=True, help="the oracle run to write")
     tables = commands.add_parser(
         "tables",
         help="a split's table, one section per granularity",
@@ -96,6 +107,9 @@ def command(args: argparse.Namespace) -> None:
             log.info(
                 "local %s: %d queries, pool of %d", split, counts["queries"], counts["pool_size"]
             )
+        return
+    if args.command == "oracle":
+        write_oracle_run(args.run, args.qrels, args.k, args.output)
         return
     if args.command == "triplets":
         mine_triplets(
