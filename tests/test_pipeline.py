@@ -108,7 +108,7 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
         assert (out / "tables" / f"{name}.md").read_text().startswith("### Table")
     bm25_map = float(table1[1].split("\t")[1])
     assert 5.0 < bm25_map <= 100.0, "BM25 should find the synthetic corpus's lexical signal"
-    runs = sorted((out / "runs").rglob("*.trec"))
+    runs = [run for run in (out / "runs").rglob("*.trec") if "local-" not in run.parent.parent.name]
     reranked = {f"{first}.ce@{k}.trec" for first in ("bm25", "tiny") for k in (5, 10)}
     assert {run.name for run in runs} == {"bm25.trec", "tiny.trec", "rrf.trec", *reranked}
     rerank = (out / "tables" / "table_rerank_dataset_level.tsv").read_text().splitlines()
@@ -249,7 +249,7 @@ def planned_jobs(workdir: Path, change, *options: str) -> dict[str, list[str]]:
 
 
 UPSTREAM = {"synth", "ingest_parse", "ingest_merge", "prefilter", "sample", "embed_ids"}
-AGGREGATES = {"tables", "plots", "mdcr_tables", "rerank_tradeoff"}
+AGGREGATES = {"tables", "plots", "mdcr_tables", "rerank_tradeoff", "local_tables"}
 
 
 def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(two_runs):
@@ -312,9 +312,15 @@ def test_second_dry_run_has_nothing_to_do(two_runs):
 def test_two_runs_are_byte_identical(two_runs):
     first, second = (workdir / "results" / "e2e" for workdir in two_runs)
     compared = 0
-    subs = ("corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings", "mdcr")
-    timed = {"tradeoff.tsv", "tradeoff.md", "tradeoff.png"}  # seconds per query
-    for sub in (*subs, "rerank/ce/model/model.safetensors"):
+    subs = (
+        "corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings", "mdcr",
+        "local/contexts.parquet", "local/contexts_report.json", "local/embeddings",
+    )  # fmt: skip
+    timed = {
+        f"{name}.{ext}" for name in ("tradeoff", "local_tradeoff") for ext in ("tsv", "md", "png")
+    }
+    models = ("rerank/ce/model/model.safetensors", "local/rerank/ce/model/model.safetensors")
+    for sub in (*subs, *models):
         for path in sorted([first / sub] if "." in sub else (first / sub).rglob("*")):
             if path.is_file() and path.name not in timed:
                 twin = second / path.relative_to(first)

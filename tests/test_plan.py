@@ -76,6 +76,8 @@ def test_job_counts_of_the_default_run(plan):
         "results/demo/samples/dataset-valid",
         "results/demo/samples/field-test",
         "results/demo/samples/field-valid",
+        "results/demo/samples/local-test",
+        "results/demo/samples/local-valid",
     ]
     outputs = plan.final_outputs()
     assert len(outputs) == len(set(outputs))

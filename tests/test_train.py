@@ -463,3 +463,19 @@ def test_in_batch_training_reads_anchors_from_their_own_papers(
         "cpu",
     )
     assert margin(trained) > before + 0.1, before
+
+
+def test_a_local_split_holds_out_its_contexts_citing_papers(tmp_path: Path) -> None:
+    from citeval.train.graph import query_ids_of_split
+
+    split = tmp_path / "local-test"
+    (split / "query_papers").mkdir(parents=True)
+    pq.write_table(
+        pa.table({"paper_id": ["p2:0", "p1:3", "p1:4"], "citing_id": ["p2", "p1", "p1"]}),
+        split / "query_papers" / "part-00000.parquet",
+    )
+    pq.write_table(
+        pa.table({"group": ["contexts"] * 3, "query_id": ["p1:3", "p1:4", "p2:0"]}),
+        split / "queries.parquet",
+    )
+    assert query_ids_of_split(split) == ["p1", "p2"]

@@ -386,8 +386,10 @@ class Plan:
 
     @cached_property
     def held_out_sample_dirs(self) -> list[str]:
-        """Every test and validation split: their queries never enter the training graph."""
-        return self.sample_dirs(["test", "valid"])
+        """Every test and validation split, the local task's too: their queries (the local
+        contexts' citing papers) never enter the training graph."""
+        local = [self.layout.sample_dir("local", split) for split in self.local_splits]
+        return self.sample_dirs(["test", "valid"]) + (local if self.local_enabled else [])
 
     @cached_property
     def held_out_mdcr_files(self) -> list[str]:

@@ -145,7 +145,8 @@ LOSSES = ("triplet", "in_batch")
 
 def build_loss(model: Any, spec: ModelSpec, settings: FitSettings, loss_name: str) -> Any:
     """The training loss (:data:`LOSSES`); ``in_batch`` scores pairs with the model's own
-    similarity (cosine for cosine and l2 models, dot product for ip)."""
+    similarity: cosine for cosine and l2 models, scaled by 20 (a temperature of 0.05, the
+    loss's usual one), or the dot product for ip models, unscaled (it is unbounded)."""
     from sentence_transformers import util
     from sentence_transformers.sentence_transformer.losses import (
         MultipleNegativesRankingLoss,
@@ -157,8 +158,9 @@ def build_loss(model: Any, spec: ModelSpec, settings: FitSettings, loss_name: st
             model, distance_metric=triplet_distance(spec.similarity), triplet_margin=settings.margin
         )
     if loss_name == "in_batch":
-        similarity = util.dot_score if spec.similarity == "ip" else util.cos_sim
-        return MultipleNegativesRankingLoss(model, similarity_fct=similarity)
+        if spec.similarity == "ip":
+            return MultipleNegativesRankingLoss(model, scale=1.0, similarity_fct=util.dot_score)
+        return MultipleNegativesRankingLoss(model, scale=20.0, similarity_fct=util.cos_sim)
     raise ConfigError(f"unknown loss {loss_name!r}; expected one of {LOSSES}")
 
 

@@ -35,7 +35,15 @@ REPORT_FILE = "report.json"
 
 
 def query_ids_of_split(sample_dir: str | os.PathLike) -> list[str]:
-    """The query papers of one sample split (``<sample_dir>/queries.parquet``), sorted."""
+    """The query papers of one sample split (``<sample_dir>/queries.parquet``), sorted.
+
+    A local-task split's queries are contexts: its papers are their citing papers
+    (``query_papers/``'s ``citing_id``), whose citations are the split's relevance labels.
+    """
+    local = Path(sample_dir) / "query_papers"
+    if local.is_dir():
+        table = pq.read_table(local, columns=["citing_id"])
+        return sorted({str(value) for value in table.column("citing_id").to_pylist()})
     path = Path(sample_dir) / "queries.parquet"
     if not path.is_file():
         raise InputDataError("no queries.parquet in the sample folder", path=str(path))
