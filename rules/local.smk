@@ -144,7 +144,7 @@ rule local_tables:
         metrics=lambda wildcards: PLAN.local_metrics(wildcards.split).values(),
         samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
     output:
-        tsv=LAYOUT.table("local_{split}"),
+        tsv=report_item(LAYOUT.table("local_{split}"), "local_table", "Tables"),
         markdown=LAYOUT.table("local_{split}", "md"),
     params:
         metrics=lambda wildcards: shell_words(

@@ -224,7 +224,8 @@ def test_visual_report_holds_the_tables_and_figures(two_runs):
     result = snakemake(two_runs[0], "--report", str(report))
     assert result.returncode == 0, result.stderr[-3000:]
     html = report.read_text()
-    for name in [*figures, "tradeoff.png", "table1_dataset_level.tsv", "table4_mdcr_types.tsv"]:
+    names = ["tradeoff.png", "table1_dataset_level.tsv", "table4_mdcr_types.tsv"]
+    for name in [*figures, *names, "local_test.tsv", "local_tradeoff.png"]:
         assert name in html, name
     assert "how quickly" in html  # a figure's caption (report/map_by_pool_size.rst)
 
