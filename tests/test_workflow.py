@@ -173,22 +173,25 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     result = snakemake(workdir, "-n", "-p", "--cores", "2")
     assert result.returncode == 0, result.stderr
     jobs = _jobs(result.stdout)
-    # 2 repetitions × 2 pool sizes + 4 fields (test), 2 + 4 (validation), 1 training pool.
+    # 2 repetitions × 2 pool sizes + 4 fields (test), 2 + 4 (validation), 1 training pool,
+    # and the local task's test, validation and training splits.
     rules = ("sample", "bm25_analyze", "bm25_index", "bm25_search")
     assert {rule: jobs[rule] for rule in rules} == {
         "sample": 2,
         "bm25_analyze": 1,
-        "bm25_index": 13,
-        "bm25_search": 13,
+        "bm25_index": 16,
+        "bm25_search": 16,
     }
-    # 3 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split).
-    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (36, 12, 56)
+    # 4 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split),
+    # and minilm and minilm_local on the local test and validation splits; metrics: 8 test
+    # collections × 8 rows, and 2 local splits × 6 rows.
+    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (52, 14, 76)
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
         "mdcr_build": 2,
         "mdcr_score_bm25": 2,
-        "mdcr_score_dense": 6,  # minilm and the two encoders trained from it
+        "mdcr_score_dense": 8,  # minilm and the three encoders trained from it
         "mdcr_score_fusion": 2,
-        "mdcr_evaluate": 12,  # bm25, the three encoders, rrf and the reranker, per split
+        "mdcr_evaluate": 14,  # bm25, the four encoders, rrf and the reranker, per split
         "mdcr_tables": 1,
     }
     commands = [
@@ -216,24 +219,31 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
         "rerank_tradeoff": 1,
     }
     # Encoders trained on the citation graph: one graph and embedding, triplets and a model
-    # per sampler, then each trained model is embedded (one shard) like minilm.
+    # per sampler, then each trained model is embedded (one shard) like minilm; the local
+    # prefetcher's triplets come from the local training split (local_triplets).
     assert {rule: jobs.get(rule) for rule in TRAIN_RULES} == {
         "train_graph": 1,
         "train_graph_embedding": 1,
         "train_triplets": 2,
-        "train_encoder": 2,
-        "encode": 3,
+        "train_encoder": 3,
+        "encode": 4,
     }
     (graph,) = [line for line in result.stdout.splitlines() if "citeval.train graph" in line]
     words = shlex.split(graph.removeprefix("Shell command: "))
     held_out = [
         words[i + 1].rsplit("/", 1)[-1] for i, w in enumerate(words) if w == "--held-out-split"
     ]
-    assert sorted(held_out) == ["dataset-test", "dataset-valid", "field-test", "field-valid"]
+    assert sorted(held_out) == [
+        "dataset-test", "dataset-valid", "field-test", "field-valid", "local-test", "local-valid"
+    ]  # fmt: skip
     metrics = [line for line in result.stdout.splitlines() if "citeval.metrics" in line]
+    local = [line for line in metrics if "local-" in line]
+    metrics = [line for line in metrics if "local-" not in line]
     assert sum("bm25.ce@10.trec" in line for line in metrics) == 8
     assert sum("bm25.ce@20.trec" in line for line in metrics) == 8
     assert all("--cutoffs 30 10 20" in line for line in metrics)
+    assert len(local) == 12
+    assert all("--cutoffs 1 5 10 20 50 100 200 500 1000" in line for line in local)
     (report,) = [line for line in result.stdout.splitlines() if "citeval.tables" in line]
     words = shlex.split(report.removeprefix("Shell command: "))
     assert words[words.index("--rerank-models") + 1 : words.index("--rerank-models") + 4] == [
@@ -247,6 +257,7 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
                 "mdcr": {"enabled": False},
                 "rerank": {"enabled": False},
                 "encode": {"models": ["minilm"]},
+                "local": {"enabled": False},
             }
         )
     )
@@ -265,6 +276,7 @@ def test_import_mode_scores_the_given_files_without_building(workdir):
         "bm25": {"tune": {"enabled": False}},
         "rerank": {"enabled": False},  # its training needs the corpus, not just the files
         "encode": {"models": ["minilm"]},  # so does training an encoder
+        "local": {"enabled": False},
         "mdcr": {"source": "import", "import": {"test": {"benchmark": str(benchmark),
                                                         "data": str(data)}}},
     }  # fmt: skip
@@ -313,7 +325,7 @@ def test_the_lucene_searcher_gets_lucene_indexes(workdir):
         ]
         index = [words for words in commands if words[3] == "index"]
         search = [words for words in commands if words[3] in ("search", "tune")]
-        assert len(index) == 13 and len(search) == 15
+        assert len(index) == 16 and len(search) == 18
         assert all(("--lucene-papers" in words) == (searcher == "lucene") for words in index)
         assert all(
             words[words.index("--analyzed") + 1].endswith("bm25-analyzed") for words in index
