@@ -53,7 +53,7 @@ CONTEXTS_SCHEMA = pa.schema(
 ROW_GROUP_ROWS = 100_000
 
 _SETUP = """
-CREATE TEMP TABLE raw AS
+CREATE TEMP VIEW raw AS
   SELECT * EXCLUDE (filename), filename AS source FROM read_parquet({staging}, filename = true);
 CREATE TEMP VIEW papers AS
   SELECT paper_id, year, fields,
