@@ -57,15 +57,19 @@ def test_stage_flags_default_to_the_schema(name):
             assert action.default == expected, key
 
 
-@pytest.mark.parametrize(
-    "configs", [["config/config.yaml"], ["config/config.yaml", "config/acm-cr.yaml"]]
-)
-@pytest.mark.parametrize("name", sorted(ENTRIES))
+# ACM-CR has no synthetic corpus, so no synth job.
+COMMAND_LINES = [
+    (name, configs)
+    for configs in (["config/config.yaml"], ["config/config.yaml", "config/acm-cr.yaml"])
+    for name in sorted(ENTRIES)
+    if not (name == "SYNTH" and len(configs) > 1)
+]
+
+
+@pytest.mark.parametrize(("name", "configs"), COMMAND_LINES)
 def test_the_rules_command_lines_parse_back_to_the_config(name, configs):
     config = load_config_file(*configs)
     entry = ENTRIES[name]
-    if name == "SYNTH" and config.corpus.synthetic is None:
-        pytest.skip("no synthetic corpus, so no synth job")
     values = {entry.dest(k): 7 for k in entry.keys if "*" in k}
     parser = argparse.ArgumentParser()
     entry.add_to(parser)
