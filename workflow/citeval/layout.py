@@ -29,6 +29,8 @@ MDCR_SPLIT_OF_FILE = {name: split for split, name in MDCR_FILE_SPLIT.items()}
 LOCAL_SETUP = "local"
 LOCAL_GROUP = "contexts"
 LOCAL_COLLECTION = f"{LOCAL_GROUP}.rep0"
+# A local sample's query texts, as a papers folder (its queries are contexts, not papers).
+QUERY_PAPERS = "query_papers"
 
 
 def reranked_run(first_stage: str, reranker: str, k: int | str) -> str:
@@ -50,6 +52,12 @@ def oracle_run(first_stage: str, k: int | str) -> str:
 def run_name(label: str) -> str:
     """The file name of a table label: ``bm25>ce@10`` -> ``bm25.ce@10``."""
     return label.replace(">", ".")
+
+
+def _shard_file(folder: str, index: int | str) -> str:
+    """An embedding shard of ``folder`` (``index``: a number or a ``{wildcard}``)."""
+    shard = index if isinstance(index, str) else f"{index:05d}"
+    return f"{folder}/shard-{shard}.npy"
 
 
 def split_name(setup: str, split: str) -> str:
@@ -128,8 +136,7 @@ class Layout:
         return f"{self.root}/embeddings/{model}"
 
     def embedding_shard(self, model: str, index: int | str) -> str:
-        shard = index if isinstance(index, str) else f"{index:05d}"
-        return f"{self.embeddings(model)}/shard-{shard}.npy"
+        return _shard_file(self.embeddings(model), index)
 
     def runs_dir(self, setup: str, split: str) -> str:
         return f"{self.root}/runs/{split_name(setup, split)}"
@@ -201,7 +208,7 @@ class Layout:
 
     def query_papers(self, split: str) -> str:
         """The local queries' texts, as a papers folder (citeval.local.sample)."""
-        return f"{self.sample_dir('local', split)}/query_papers"
+        return f"{self.sample_dir('local', split)}/{QUERY_PAPERS}"
 
     def query_ids(self, split: str) -> str:
         return f"{self.sample_dir('local', split)}/query_ids.parquet"
@@ -216,7 +223,7 @@ class Layout:
 
     def query_embedding_shard(self, model: str, split: str) -> str:
         """The local queries of a split are few enough for one shard."""
-        return f"{self.query_embeddings(model, split)}/shard-00000.npy"
+        return _shard_file(self.query_embeddings(model, split), 0)
 
     # --- tables and figures -----------------------------------------------------------
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 from citeval.collection_list import CollectionInfo, write_collections
 from citeval.errors import InputDataError
 from citeval.io import write_json, write_parquet
-from citeval.layout import LOCAL_COLLECTION, LOCAL_GROUP, LOCAL_SETUP
+from citeval.layout import LOCAL_COLLECTION, LOCAL_GROUP, LOCAL_SETUP, QUERY_PAPERS
 from citeval.sample import POOL_SCHEMA, SizeGuard, build_pool, draw_sorted, seeded_rng
 from citeval.trec import write_qrels
 
@@ -51,7 +51,6 @@ class Query(NamedTuple):
     cited_ids: list[str]
 
 
-QUERY_PAPERS = "query_papers"
 REP = 0
 
 

@@ -64,6 +64,7 @@ from citeval.collection_list import (
 )
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet
+from citeval.layout import QUERY_PAPERS
 from citeval.trec import write_qrels
 
 log = logging.getLogger(__name__)
@@ -639,7 +640,7 @@ def write_embed_ids(sample_dirs: Sequence[str], output: str) -> int:
     parts = []
     for directory in map(Path, sample_dirs):
         parts.append(f"SELECT paper_id FROM read_parquet('{directory / 'pools.parquet'}')")
-        if not (directory / "query_papers").exists():
+        if not (directory / QUERY_PAPERS).exists():
             parts.append(f"SELECT query_id FROM read_parquet('{directory / 'queries.parquet'}')")
     table = con.sql(
         f"SELECT DISTINCT paper_id FROM ({' UNION ALL '.join(parts)}) ORDER BY paper_id"

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from citeval.cli import duckdb_memory_setting
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet
+from citeval.layout import QUERY_PAPERS
 
 NODES_FILE = "nodes.parquet"
 EDGES_FILE = "edges.parquet"
@@ -40,7 +41,7 @@ def query_ids_of_split(sample_dir: str | os.PathLike) -> list[str]:
     A local-task split's queries are contexts: its papers are their citing papers
     (``query_papers/``'s ``citing_id``), whose citations are the split's relevance labels.
     """
-    local = Path(sample_dir) / "query_papers"
+    local = Path(sample_dir) / QUERY_PAPERS
     if local.is_dir():
         table = pq.read_table(local, columns=["citing_id"])
         return sorted({str(value) for value in table.column("citing_id").to_pylist()})
