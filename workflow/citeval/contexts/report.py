@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citeval.errors import InputDataError
+from citeval.skips import check_bad_fraction, count_skip
 
-MAX_EXAMPLES = 5
 MALFORMED_SPAN = "malformed_span"
 NO_LINKED_REFERENCE = "no_linked_reference"
 
@@ -70,10 +70,7 @@ class ExtractReport:
                 line=line,
                 field=field_name,
             )
-        entry = self.skipped.setdefault(reason, {"count": 0, "examples": []})
-        entry["count"] += 1
-        if len(entry["examples"]) < MAX_EXAMPLES:
-            entry["examples"].append({"line": line, "field": field_name, "message": message})
+        count_skip(self.skipped, reason, line, field_name, message)
         if reason != MALFORMED_SPAN:
             self.bad_records += 1
 
@@ -82,22 +79,15 @@ class ExtractReport:
 
     def check_bad_fraction(self) -> None:
         """Fail the file when its malformed records exceed the allowed fraction."""
-        if not self.bad_records:
-            return
-        fraction = self.bad_records / max(self.records_read, 1)
-        if fraction > self.max_bad_fraction:
-            line, reason, field_name, message = min(
-                (ex["line"], reason, ex["field"] or "", ex["message"])
-                for reason, entry in self.skipped.items()
-                if reason != MALFORMED_SPAN
-                for ex in entry["examples"]
-            )
-            raise InputDataError(
-                f"{self.bad_records} of {self.records_read} records are malformed "
-                f"({fraction:.2%} > max_bad_fraction {self.max_bad_fraction}); first at line "
-                f"{line} ({reason}, field {field_name!r}): {message}",
-                path=self.input,
-            )
+        check_bad_fraction(
+            path=self.input,
+            bad=self.bad_records,
+            read=self.records_read,
+            allowed=self.max_bad_fraction,
+            skipped=self.skipped,
+            adjective="malformed",
+            excluded=(MALFORMED_SPAN,),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeval.errors import InputDataError
+from citeval.skips import MAX_EXAMPLES, check_bad_fraction, count_skip
 
 if TYPE_CHECKING:
     from citeval.ingest.parts import PartWriter
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
 # Bumped whenever the staged tables change shape; merge refuses staging of another
 # version (2: the citation lists are staged as lists inside papers/).
 STAGING_VERSION = 2
-MAX_EXAMPLES = 5
 
 
 @dataclass
@@ -55,10 +55,7 @@ class ShardReport:
                 line=line,
                 field=field_name,
             )
-        entry = self.skipped.setdefault(reason, {"count": 0, "examples": []})
-        entry["count"] += 1
-        if len(entry["examples"]) < MAX_EXAMPLES:
-            entry["examples"].append({"line": line, "field": field_name, "message": message})
+        count_skip(self.skipped, reason, line, field_name, message)
         if bad:
             self.bad_records += 1
 
@@ -76,21 +73,14 @@ class ShardReport:
 
     def check_bad_fraction(self) -> None:
         """Fail the file when its bad records exceed the allowed fraction."""
-        if self.bad_records == 0:
-            return
-        fraction = self.bad_records / max(self.records_read, 1)
-        if fraction > self.max_bad_fraction:
-            first = min(
-                (ex["line"], reason, ex["field"], ex["message"])
-                for reason, entry in self.skipped.items()
-                for ex in entry["examples"]
-            )
-            raise InputDataError(
-                f"{self.bad_records} of {self.records_read} records are bad "
-                f"({fraction:.2%} > max_bad_fraction {self.max_bad_fraction}); first at line "
-                f"{first[0]} ({first[1]}, field {first[2]!r}): {first[3]}",
-                path=self.input,
-            )
+        check_bad_fraction(
+            path=self.input,
+            bad=self.bad_records,
+            read=self.records_read,
+            allowed=self.max_bad_fraction,
+            skipped=self.skipped,
+            adjective="bad",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
