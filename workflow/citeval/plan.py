@@ -340,23 +340,43 @@ class Plan:
         the trade-off reads their wall time as the first stage's cost."""
         return self.first_stage_timings_at(model, ("dataset-test", collection))
 
+    def _tradeoff_rows(
+        self, where: tuple[str, str, str], first_stages: list[str], reranker: str, ks: list[int]
+    ) -> list[TradeoffRow]:
+        """Each first stage alone (K 0) and reranked at every K, on ``where`` (setup,
+        split, collection)."""
+        layout = self.layout
+        rows = []
+        for first_stage in first_stages:
+            rows.append(TradeoffRow(first_stage, 0, layout.metrics(*where, first_stage), None))
+            timing = layout.rerank_timing(reranker, *where, first_stage)
+            for k in ks:
+                metrics = layout.metrics(*where, reranked_run(first_stage, reranker, k))
+                rows.append(TradeoffRow(first_stage, k, metrics, timing))
+        return rows
+
+    def _tradeoff_arguments(
+        self, where: tuple[str, str, str], first_stages: list[str], rows: list[TradeoffRow]
+    ) -> str:
+        """``rerank tradeoff``'s first stages (their jobs' timings) and entries."""
+        setup, split, collection = where
+        words: list[Any] = []
+        for first_stage in first_stages:
+            words += ["--first-stage", first_stage]
+            words += self.first_stage_timings_at(first_stage, (f"{setup}-{split}", collection))
+        for row in rows:
+            words += ["--entry", row.first_stage, row.k, row.metrics]
+            words += [row.timing] if row.timing else []
+        return shell_words(words)
+
     @cached_property
     def tradeoff_rows(self) -> list[TradeoffRow]:
         collection = self.tradeoff_collection
         if collection is None:
             return []
-        rows = []
-        for first_stage in self.config.rerank.first_stages:
-            metrics = self.layout.metrics("dataset", "test", collection, first_stage)
-            rows.append(TradeoffRow(first_stage, 0, metrics, None))
-            timing = self.layout.rerank_timing(
-                self.reranker or "", "dataset", "test", collection, first_stage
-            )
-            for k in self.rerank_ks:
-                run = reranked_run(first_stage, self.reranker or "", k)
-                metrics = self.layout.metrics("dataset", "test", collection, run)
-                rows.append(TradeoffRow(first_stage, k, metrics, timing))
-        return rows
+        where = ("dataset", "test", collection)
+        first_stages = self.config.rerank.first_stages
+        return self._tradeoff_rows(where, first_stages, self.reranker or "", self.rerank_ks)
 
     @cached_property
     def tradeoff_timings(self) -> list[str]:
@@ -372,15 +392,8 @@ class Plan:
         )
 
     def tradeoff_arguments(self) -> str:
-        words: list[Any] = []
-        collection = self.tradeoff_collection or ""
-        for first_stage in self.config.rerank.first_stages:
-            words += ["--first-stage", first_stage]
-            words += self.first_stage_timings(first_stage, collection)
-        for row in self.tradeoff_rows:
-            words += ["--entry", row.first_stage, row.k, row.metrics]
-            words += [row.timing] if row.timing else []
-        return shell_words(words)
+        where = ("dataset", "test", self.tradeoff_collection or "")
+        return self._tradeoff_arguments(where, self.config.rerank.first_stages, self.tradeoff_rows)
 
     # --- encoder training ---------------------------------------------------------------
 
@@ -550,27 +563,17 @@ class Plan:
 
     def local_tradeoff_arguments(self) -> tuple[str, list[str]]:
         """``rerank tradeoff`` arguments of the local test split, and the files they read."""
-        where = ("local-test", LOCAL_COLLECTION)
-        words: list[Any] = []
-        files: list[str] = []
+        where = ("local", "test", LOCAL_COLLECTION)
         rerank = self.config.local.rerank
-        for first_stage in rerank.first_stages:
-            timings = self.first_stage_timings_at(first_stage, where)
-            words += ["--first-stage", first_stage, *timings]
-            files += timings
-        for first_stage in rerank.first_stages:
-            metrics = self.layout.metrics("local", "test", LOCAL_COLLECTION, first_stage)
-            words += ["--entry", first_stage, 0, metrics]
-            files.append(metrics)
-            timing = self.layout.rerank_timing(
-                self.local_reranker or "", "local", "test", LOCAL_COLLECTION, first_stage
-            )
-            for k in sorted(rerank.ks):
-                run = reranked_run(first_stage, self.local_reranker or "", k)
-                metrics = self.layout.metrics("local", "test", LOCAL_COLLECTION, run)
-                words += ["--entry", first_stage, k, metrics, timing]
-                files += [metrics, timing]
-        return shell_words(words), sorted(set(files))
+        reranker = self.local_reranker or ""
+        rows = self._tradeoff_rows(where, rerank.first_stages, reranker, sorted(rerank.ks))
+        timings = {
+            path
+            for first_stage in rerank.first_stages
+            for path in self.first_stage_timings_at(first_stage, ("local-test", LOCAL_COLLECTION))
+        }
+        files = timings | {row.metrics for row in rows} | {row.timing for row in rows if row.timing}
+        return self._tradeoff_arguments(where, rerank.first_stages, rows), sorted(files)
 
     # --- tables and final outputs ---------------------------------------------------
 
