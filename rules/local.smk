@@ -83,33 +83,35 @@ rule local_sample:
         "{params.settings} --threads {threads} 2> {log:q}"
 
 
-rule local_triplets:
-    input:
-        run=PLAN.local_train_run,
-        samples=LAYOUT.sample_dir("local", "train"),
-    output:
-        triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
-        report=LAYOUT.trained("{trained}", "triplets_report.json"),
-    wildcard_constraints:
-        trained=_alternatives(PLAN.context_trained_models),
-    params:
-        qrels=LAYOUT.qrels("local", "train", LOCAL_COLLECTION),
-        settings=settings(stages.LOCAL_TRIPLETS),
-        output_dir=output_folder("report"),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("local_triplets", "{trained}"),
-    benchmark:
-        LAYOUT.timing("local_triplets", "{trained}")
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    shell:
-        "python -m citeval.local triplets --run {input.run:q} "
-        "--qrels {params.qrels:q} "
-        "--query-papers {input.samples:q}/query_papers --pools {input.samples:q}/pools.parquet "
-        "--output-dir {params.output_dir:q} {params.settings} 2> {log:q}"
+if PLAN.context_trained_models:
+
+    rule local_triplets:
+        input:
+            run=PLAN.local_train_run,
+            samples=LAYOUT.sample_dir("local", "train"),
+        output:
+            triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
+            report=LAYOUT.trained("{trained}", "triplets_report.json"),
+        wildcard_constraints:
+            trained=_alternatives(PLAN.context_trained_models),
+        params:
+            qrels=LAYOUT.qrels("local", "train", LOCAL_COLLECTION),
+            settings=settings(stages.LOCAL_TRIPLETS),
+            output_dir=output_folder("report"),
+        conda:
+            "../envs/core.yaml"
+        log:
+            LAYOUT.log("local_triplets", "{trained}"),
+        benchmark:
+            LAYOUT.timing("local_triplets", "{trained}")
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        shell:
+            "python -m citeval.local triplets --run {input.run:q} "
+            "--qrels {params.qrels:q} "
+            "--query-papers {input.samples:q}/query_papers --pools {input.samples:q}/pools.parquet "
+            "--output-dir {params.output_dir:q} {params.settings} 2> {log:q}"
 
 
 rule encode_local_queries:

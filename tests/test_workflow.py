@@ -266,6 +266,27 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     assert not set(_jobs(result.stdout)) & {*MDCR_RULES, *RERANK_RULES, *TRAIN_RULES[:-1]}
 
 
+ACM_CR = REPO.parent / "shared" / "data" / "acm-cr"
+
+
+@pytest.mark.skipif(not ACM_CR.is_dir(), reason="needs ../shared/data/acm-cr")
+def test_acm_cr_config_plans_its_global_and_local_jobs(tmp_path):
+    """config/acm-cr.yaml (the README's real-data run) builds a DAG: its curated contexts
+    are a test split only, so it has no local training jobs."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    (workdir / "config").symlink_to(REPO / "config")
+    # The config names its data as ../shared/data/acm-cr, relative to the working directory.
+    (tmp_path / "shared").symlink_to(REPO.parent / "shared")
+    result = snakemake(
+        workdir, "-n", "--cores", "2", "--configfile", str(workdir / "config" / "acm-cr.yaml")
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    jobs = _jobs(result.stdout)
+    assert jobs["local_sample"] == 1 and jobs["contexts_extract"] == 1
+    assert not {"local_triplets", "local_rerank_train", "rerank_train"} & set(jobs)
+
+
 def test_import_mode_scores_the_given_files_without_building(workdir):
     """mdcr.source: import reads the named benchmark and data file: no construction, and
     the encoder scores them without the embedding store (their papers are not the corpus')."""
