@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from citeval.collection_list import read_collections
-from citeval.errors import CitevalError
+from citeval.errors import CitevalError, InputDataError
 from citeval.local.cli import main
 from citeval.local.sample import sample_local, split_citing_papers
 from citeval.local.tables import local_measures
@@ -158,6 +158,29 @@ def test_query_texts_carry_the_global_context(tmp_path):
     _sample(tmp_path, out="bare", global_context=False)
     rows = {**_queries(tmp_path / "bare/local-test"), **_queries(tmp_path / "bare/local-valid")}
     assert all(row["abstract"] is None for row in rows.values())
+
+
+def test_a_citing_paper_missing_from_the_corpus_is_named(tmp_path):
+    paths = _write_inputs(tmp_path)
+    papers = pq.read_table(paths["papers"] / "part-00000.parquet")
+    keep = pa.array([paper != "q3" for paper in papers["paper_id"].to_pylist()])
+    pq.write_table(papers.filter(keep), paths["papers"] / "part-00000.parquet")
+    with pytest.raises(
+        InputDataError, match=r"citing paper q3 of the contexts is not in the corpus"
+    ):
+        _sample(tmp_path)
+
+
+def test_splits_stream_out_in_batches_with_the_same_result(tmp_path, monkeypatch):
+    _sample(tmp_path, out="whole")
+    monkeypatch.setattr("citeval.local.sample.BATCH_ROWS", 1)
+    _sample(tmp_path, out="batched")
+    for split in ("test", "valid", "train"):
+        whole, batched = tmp_path / f"whole/local-{split}", tmp_path / f"batched/local-{split}"
+        qrels = "qrels/contexts.rep0.qrels"
+        assert (whole / qrels).read_bytes() == (batched / qrels).read_bytes()
+        for name in ("queries.parquet", "query_ids.parquet", "query_papers"):
+            assert pq.read_table(whole / name).equals(pq.read_table(batched / name))
 
 
 def test_sampled_pool_keeps_cited_papers_and_is_deterministic(tmp_path):

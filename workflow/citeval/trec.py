@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 
 from citeval.errors import InputDataError
-from citeval.io import write_text
+from citeval.io import atomic_text, write_text
 
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
@@ -201,8 +201,20 @@ def format_qrels(qrels: Mapping[str, Mapping[str, int]]) -> str:
 
 def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | os.PathLike) -> None:
     """Write ``qrels`` atomically as a TREC qrels file."""
-    text = format_qrels(qrels)
-    write_text(text, path)
+    write_qrels_chunks([qrels], path)
+
+
+def write_qrels_chunks(
+    chunks: Iterable[Mapping[str, Mapping[str, int]]], path: str | os.PathLike
+) -> None:
+    """Write qrels that arrive in chunks atomically, one chunk in memory at a time.
+
+    Each chunk is formatted as :func:`format_qrels` does; the file is sorted as a whole
+    when every query id of a chunk sorts after those of the chunks before it.
+    """
+    with atomic_text(path) as handle:
+        for chunk in chunks:
+            handle.write(format_qrels(chunk))
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:

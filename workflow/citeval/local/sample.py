@@ -18,13 +18,17 @@ its query texts as a papers folder, ``query_papers/`` (``paper_id`` = context id
 ``title`` = the local context, ``abstract`` = the citing paper's title and abstract, or
 null without the global context), which BM25 reads as the queries' text and the encoders
 embed as they embed papers (``title [SEP] abstract``), and its ``granularity``.
+
+The chosen contexts stay in DuckDB (which spills to disk past ``--memory-limit``) and are
+streamed out in batches, so memory does not grow with the training split, which holds
+every earlier year's contexts unless ``local.train.num_queries`` caps it.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -32,10 +36,10 @@ import pyarrow as pa
 
 from citeval.collection_list import CollectionInfo, write_collections
 from citeval.errors import InputDataError
-from citeval.io import write_json, write_parquet
+from citeval.io import write_json, write_parquet, write_parquet_stream
 from citeval.layout import LOCAL_COLLECTION, LOCAL_GROUP, LOCAL_SETUP, QUERY_PAPERS
 from citeval.sample import POOL_SCHEMA, SizeGuard, build_pool, draw_sorted, seeded_rng
-from citeval.trec import write_qrels
+from citeval.trec import write_qrels_chunks
 
 log = logging.getLogger(__name__)
 
@@ -43,15 +47,9 @@ SPLITS = ("test", "valid", "train")
 EVALUATED = ("test", "valid")
 
 
-class Query(NamedTuple):
-    context_id: str
-    citing_id: str
-    granularity: str
-    text: str
-    cited_ids: list[str]
-
-
 REP = 0
+# Rows per batch when the chosen contexts are streamed out of DuckDB.
+BATCH_ROWS = 100_000
 
 
 def _connect(threads: int, memory_limit: str | None) -> duckdb.DuckDBPyConnection:
@@ -127,7 +125,7 @@ def sample_local(
     n_all, n_candidates = con.execute(
         "SELECT (SELECT count(*) FROM read_parquet(?)), (SELECT count(*) FROM candidates)",
         [contexts_path],
-    ).fetchone()
+    ).fetchall()[0]
     guard = SizeGuard(on_too_small)
     report: dict[str, Any] = {
         "query_year": query_year,
@@ -136,7 +134,7 @@ def sample_local(
         "global_context": global_context,
         "contexts": n_all,
         "contexts_after_query_year": n_all
-        - con.execute("SELECT count(*) FROM kept_contexts").fetchone()[0],
+        - con.execute("SELECT count(*) FROM kept_contexts").fetchall()[0][0],
         "candidates": n_candidates,
         "query_year_contexts": _counts(con, "year = ?", query_year),
         "training_contexts": _counts(con, "year < ?", query_year),
@@ -144,34 +142,37 @@ def sample_local(
         "warnings": guard.warnings,
     }
     query_citing = _citing(con, "year = ?", query_year)
-    by_split = {
-        **split_citing_papers(query_citing, valid_fraction, seed),
-        "train": set(_citing(con, "year < ?", query_year)),
-    }
+    evaluated_citing = split_citing_papers(query_citing, valid_fraction, seed)
+    # The training split is every earlier year's contexts: it stays a condition in SQL, so
+    # its citing papers and contexts are never held in Python.
+    where = {"train": ("year < ?", [query_year])}
+    for split, citing in evaluated_citing.items():
+        con.register(
+            f"citing_{split}", pa.table({"citing_id": pa.array(sorted(citing), pa.string())})
+        )
+        where[split] = (f"citing_id IN (SELECT citing_id FROM citing_{split})", [])
     requested = {"test": num_queries, "valid": num_valid_queries, "train": num_train_queries}
-    chosen = {
-        split: _choose_queries(con, split, sorted(by_split[split]), requested[split], seed, guard)
+    granularities = {
+        split: _choose_queries(con, split, where[split], requested[split], seed, guard)
         for split in SPLITS
     }
-    evaluated = {
-        paper for split in EVALUATED for row in chosen[split][0] for paper in row.cited_ids
-    }
-    pools = {"test": _pool(con, evaluated, pool_size, seed, guard, "local-pool")}
+    pools = {"test": _pool(con, ("test", "valid"), pool_size, seed, guard, "local-pool")}
     pools["valid"] = pools["test"]
-    trained = {paper for row in chosen["train"][0] for paper in row.cited_ids}
-    pools["train"] = _pool(con, trained, pool_size, seed, guard, "local-train-pool")
+    pools["train"] = _pool(con, ("train",), pool_size, seed, guard, "local-train-pool")
     out = Path(output_dir)
     for split in SPLITS:
-        rows, granularities = chosen[split]
         split_dir = out / f"{LOCAL_SETUP}-{split}"
-        _write_queries(con, split_dir, rows, global_context, Path(papers))
-        _write_collection(split_dir, split, rows, pools[split], pool_size)
-        relevant = sum(len(row.cited_ids) for row in rows)
+        _write_queries(con, split, split_dir, global_context, Path(papers))
+        queries, relevant = _write_collection(con, split, split_dir, pools[split], pool_size)
+        condition, parameters = where[split]
+        citing_papers = con.execute(
+            f"SELECT count(DISTINCT citing_id) FROM queries WHERE {condition}", parameters
+        ).fetchall()[0][0]
         report["splits"][split] = {
-            "citing_papers": len(by_split[split]),
-            "queries": len(rows),
-            "relevant_per_query": relevant / len(rows) if rows else 0.0,
-            "granularities": granularities,
+            "citing_papers": citing_papers,
+            "queries": queries,
+            "relevant_per_query": relevant / queries if queries else 0.0,
+            "granularities": granularities[split],
             "pool_size": len(pools[split]),
         }
     write_json(report, out / f"{LOCAL_SETUP}-report.json")
@@ -183,10 +184,10 @@ def _counts(con: duckdb.DuckDBPyConnection, where: str, year: int) -> dict[str, 
     read, cited_read = con.execute(
         f"SELECT count(*), coalesce(sum(len(cited_ids)), 0) FROM kept_contexts WHERE {where}",
         [year],
-    ).fetchone()
+    ).fetchall()[0]
     kept, cited_kept = con.execute(
         f"SELECT count(*), coalesce(sum(len(cited_ids)), 0) FROM queries WHERE {where}", [year]
-    ).fetchone()
+    ).fetchall()[0]
     return {
         "contexts": read,
         "kept": kept,
@@ -203,52 +204,76 @@ def _citing(con: duckdb.DuckDBPyConnection, where: str, year: int) -> list[str]:
 def _choose_queries(
     con: duckdb.DuckDBPyConnection,
     split: str,
-    citing_ids: list[str],
+    where: tuple[str, list[Any]],
     requested: int | None,
     seed: int,
     guard: SizeGuard,
-) -> tuple[list[Query], dict[str, dict[str, int]]]:
-    """The split's contexts (``requested`` of each granularity, or all), by context id."""
-    con.register("split_citing", pa.table({"citing_id": pa.array(citing_ids, pa.string())}))
-    rows = [
-        Query(*row)
-        for row in con.execute(
-            "SELECT context_id, citing_id, granularity, text, cited_ids FROM queries "
-            "SEMI JOIN split_citing USING (citing_id) ORDER BY context_id"
-        ).fetchall()
-    ]
-    chosen: list[Query] = []
+) -> dict[str, dict[str, int]]:
+    """Table ``chosen_<split>``: the split's contexts, ``requested`` of each granularity
+    (drawn with the seed from their sorted ids) or all of them; returns the counts."""
+    condition, parameters = where
+    columns = "context_id, citing_id, granularity, text, cited_ids"
+    con.execute(f"CREATE TEMP TABLE chosen_{split} AS SELECT {columns} FROM queries WHERE false")
     granularities: dict[str, dict[str, int]] = {}
-    for granularity in sorted({row.granularity for row in rows}):
-        ids = pa.array(
-            [row.context_id for row in rows if row.granularity == granularity], pa.string()
+    names = con.execute(
+        f"SELECT DISTINCT granularity FROM queries WHERE {condition} ORDER BY granularity",
+        parameters,
+    ).fetchall()
+    for (granularity,) in names:
+        matching = f"FROM queries WHERE {condition} AND granularity = ?"
+        if requested is None:
+            con.execute(
+                f"INSERT INTO chosen_{split} SELECT {columns} {matching}",
+                [*parameters, granularity],
+            )
+            size = con.execute(
+                f"SELECT count(*) {matching}", [*parameters, granularity]
+            ).fetchall()[0][0]
+            granularities[granularity] = {"available": size, "queries": size}
+            continue
+        ids = (
+            con.sql(
+                f"SELECT context_id {matching} ORDER BY context_id",
+                params=[*parameters, granularity],
+            )
+            .to_arrow_table()
+            .column(0)
+            .combine_chunks()
         )
-        size = len(ids)
-        if requested is not None:
-            what = f"local {split} contexts of granularity {granularity}"
-            size = guard.check(what, requested, len(ids))
+        size = guard.check(
+            f"local {split} contexts of granularity {granularity}", requested, len(ids)
+        )
         rng = seeded_rng(seed, "local-queries", split, granularity)
-        keep = set(draw_sorted(rng, ids, size))
-        chosen += [row for row in rows if row.context_id in keep]
+        con.register(
+            "drawn", pa.table({"context_id": pa.array(draw_sorted(rng, ids, size), pa.string())})
+        )
+        con.execute(
+            f"INSERT INTO chosen_{split} SELECT {columns} FROM queries "
+            "SEMI JOIN drawn USING (context_id)"
+        )
+        con.unregister("drawn")
         granularities[granularity] = {"available": len(ids), "queries": size}
-    chosen.sort(key=lambda row: row.context_id)
-    return chosen, granularities
+    return granularities
 
 
 def _pool(
     con: duckdb.DuckDBPyConnection,
-    positives: set[str],
+    splits: tuple[str, ...],
     pool_size: int | None,
     seed: int,
     guard: SizeGuard,
     key: str,
 ) -> pa.Array:
-    """Every candidate, or ``pool_size`` of them that hold every cited paper of the
-    queries (the test and validation splits rank the same pool)."""
+    """Every candidate, or ``pool_size`` of them that hold every paper cited by the
+    splits' queries (the test and validation splits rank the same pool)."""
     candidates = con.sql("SELECT paper_id FROM candidates").to_arrow_table().column(0)
     candidates = candidates.combine_chunks()
     if pool_size is None:
         return candidates
+    cited = " UNION ".join(
+        f"SELECT unnest(cited_ids) AS paper_id FROM chosen_{split}" for split in splits
+    )
+    positives = {row[0] for row in con.execute(cited).fetchall()}
     if len(positives) > pool_size:
         guard.warnings.append(
             f"{key}: the queries cite {len(positives)} papers, more than pool_size "
@@ -258,10 +283,19 @@ def _pool(
     return build_pool(seeded_rng(seed, key), positives, candidates, set(), size)
 
 
+def _batches(con: duckdb.DuckDBPyConnection, query: str) -> pa.RecordBatchReader:
+    return con.sql(query).to_arrow_reader(BATCH_ROWS)
+
+
 def _write_collection(
-    out: Path, split: str, chosen: list[Query], pool: pa.Array, pool_size: int | None
-) -> None:
-    """``pools.parquet``, the qrels and ``collections.tsv`` of a split."""
+    con: duckdb.DuckDBPyConnection,
+    split: str,
+    out: Path,
+    pool: pa.Array,
+    pool_size: int | None,
+) -> tuple[int, int]:
+    """``pools.parquet``, the qrels and ``collections.tsv`` of a split; returns the number
+    of queries and of relevant (query, paper) pairs."""
     pool_table = pa.table(
         {
             "group": pa.array([LOCAL_GROUP] * len(pool), pa.string()),
@@ -271,58 +305,70 @@ def _write_collection(
         schema=POOL_SCHEMA,
     )
     write_parquet(pool_table, out / "pools.parquet")
-    qrels = {row.context_id: dict.fromkeys(row.cited_ids, 1) for row in chosen}
-    write_qrels(qrels, out / "qrels" / f"{LOCAL_COLLECTION}.qrels")
+    chunks = (
+        {
+            qid: dict.fromkeys(cited, 1)
+            for qid, cited in zip(
+                batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+            )
+        }
+        for batch in _batches(
+            con, f"SELECT context_id, cited_ids FROM chosen_{split} ORDER BY context_id"
+        )
+    )
+    write_qrels_chunks(chunks, out / "qrels" / f"{LOCAL_COLLECTION}.qrels")
+    queries, relevant = con.execute(
+        f"SELECT count(*), coalesce(sum(len(cited_ids)), 0) FROM chosen_{split}"
+    ).fetchall()[0]
     requested = len(pool) if pool_size is None else pool_size
-    info = CollectionInfo(LOCAL_SETUP, split, LOCAL_GROUP, REP, len(chosen), len(pool), requested)
+    info = CollectionInfo(LOCAL_SETUP, split, LOCAL_GROUP, REP, queries, len(pool), requested)
     write_collections([info], out)
-    log.info("local %s: %d queries, pool of %d", split, len(chosen), len(pool))
+    log.info("local %s: %d queries, pool of %d", split, queries, len(pool))
+    return queries, int(relevant)
 
 
 def _write_queries(
     con: duckdb.DuckDBPyConnection,
+    split: str,
     out: Path,
-    chosen: list[Query],
     global_context: bool,
     papers: Path,
 ) -> None:
-    """``queries.parquet`` and ``query_papers/`` (the query texts, as a papers folder)."""
-    write_parquet(
-        pa.table(
-            {
-                "group": pa.array([LOCAL_GROUP] * len(chosen), pa.string()),
-                "query_id": pa.array([row.context_id for row in chosen], pa.string()),
-            }
-        ),
-        out / "queries.parquet",
+    """``queries.parquet``, ``query_ids.parquet`` and ``query_papers/`` (the query texts,
+    as a papers folder), streamed from DuckDB."""
+    con.execute(
+        f"CREATE TEMP TABLE global_{split} AS "
+        "SELECT paper_id AS citing_id, "
+        "concat_ws(' ', nullif(trim(title), ''), nullif(trim(abstract), '')) AS global_context "
+        f"FROM read_parquet(?) SEMI JOIN chosen_{split} c ON c.citing_id = paper_id",
+        [str(papers / "*.parquet")],
     )
-    citing = sorted({row.citing_id for row in chosen})
-    con.register("chosen", pa.table({"citing_id": pa.array(citing, pa.string())}))
-    globals_ = dict(
-        con.execute(
-            "SELECT paper_id, concat_ws(' ', nullif(trim(title), ''), nullif(trim(abstract), '')) "
-            "FROM read_parquet(?) SEMI JOIN chosen c ON c.citing_id = paper_id",
-            [str(papers / "*.parquet")],
-        ).fetchall()
-    )
-    missing = sorted({row.citing_id for row in chosen} - set(globals_))
-    if missing:
+    missing = con.execute(
+        f"SELECT count(DISTINCT citing_id), min(citing_id) FROM chosen_{split} "
+        f"ANTI JOIN global_{split} USING (citing_id)"
+    ).fetchall()[0]
+    if missing[0]:
         raise InputDataError(
-            f"citing paper {missing[0]} of the contexts is not in the corpus "
-            f"({len(missing)} missing)",
+            f"citing paper {missing[1]} of the contexts is not in the corpus "
+            f"({missing[0]} missing)",
             path=str(papers),
             field="paper_id",
         )
-    table = pa.table(
-        {
-            "paper_id": pa.array([row.context_id for row in chosen], pa.string()),
-            "title": pa.array([row.text for row in chosen], pa.string()),
-            "abstract": pa.array(
-                [globals_[row.citing_id] if global_context else None for row in chosen], pa.string()
-            ),
-            "granularity": pa.array([row.granularity for row in chosen], pa.string()),
-            "citing_id": pa.array([row.citing_id for row in chosen], pa.string()),
-        }
+    ordered = f"FROM chosen_{split} ORDER BY context_id"
+    write_parquet_stream(
+        _batches(con, f"SELECT '{LOCAL_GROUP}' AS \"group\", context_id AS query_id {ordered}"),
+        out / "queries.parquet",
     )
-    write_parquet(table, out / QUERY_PAPERS / "part-00000.parquet")
-    write_parquet(pa.table({"paper_id": table.column("paper_id")}), out / "query_ids.parquet")
+    abstract = "g.global_context" if global_context else "NULL::VARCHAR"
+    write_parquet_stream(
+        _batches(
+            con,
+            f"SELECT c.context_id AS paper_id, c.text AS title, {abstract} AS abstract, "
+            f"c.granularity, c.citing_id FROM chosen_{split} c "
+            f"JOIN global_{split} g USING (citing_id) ORDER BY c.context_id",
+        ),
+        out / QUERY_PAPERS / "part-00000.parquet",
+    )
+    write_parquet_stream(
+        _batches(con, f"SELECT context_id AS paper_id {ordered}"), out / "query_ids.parquet"
+    )
