@@ -20,6 +20,10 @@ from citeval.layout import (
     reranked_run,
 )
 from citeval.plan import Plan, shell_words
+from citeval.slurm_status import install as install_slurm_state_fix
+
+# A job cancelled on SLURM ("CANCELLED by <uid>") must fail, not hang (citeval.slurm_status).
+install_slurm_state_fix()
 
 # Every job imports the citeval package from this checkout, whether or not it was
 # pip-installed into the job's environment (for example a per-rule conda env). The prefix
