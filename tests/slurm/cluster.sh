@@ -5,9 +5,9 @@
 #   bash tests/slurm/cluster.sh stop STATE_DIR    # stop every daemon it started, by pid
 #
 # Debian's slurm-wlm 22.05 with slurmdbd on MariaDB (so sacct works, as the executor plugin
-# expects) and munge. Every file lives under STATE_DIR: the configs (SLURM_CONF points
-# clients and daemons at STATE_DIR/slurm.conf), spool and state folders, logs, the
-# database and the pid files. The node offers one "gpu" generic resource backed by
+# expects) and munge. Every file lives under STATE_DIR: the configs (linked from
+# /etc/slurm, where the job steps look; refused if a real SLURM config is there), spool and
+# state folders, logs, the database and the pid files. The node offers one "gpu" generic resource backed by
 # /dev/null, so GPU rules are scheduled with --gpus=1 wherever the machine has no GPU (the
 # job then runs on the CPU). Needs root, as CI has.
 set -euo pipefail
@@ -46,6 +46,9 @@ if [[ $action == stop ]]; then
     stop_pid slurmdbd "$state/run/slurmdbd.pid"
     stop_pid mariadbd "$state/mariadb/mariadb.pid"
     stop_pid munged "$state/munge/munged.pid"
+    for name in slurm.conf gres.conf slurmdbd.conf; do
+        [[ $(readlink "/etc/slurm/$name" 2>/dev/null) == "$state/$name" ]] && rm -f "/etc/slurm/$name"
+    done
     exit 0
 fi
 [[ $action == start ]] || { log "unknown action $action"; exit 2; }
@@ -135,6 +138,10 @@ AccountingStorageHost=localhost
 AccountingStoragePort=6919
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
+# sacct shows each job's --comment (the executor plugin writes the rule's name there).
+AccountingStoreFlags=job_comment
+# Account for GPUs too, so sacct shows which jobs had one.
+AccountingStorageTRES=gres/gpu
 ReturnToService=2
 # Keep finished jobs in squeue a while, and poll often: the tests wait on them.
 MinJobAge=300
@@ -149,6 +156,16 @@ AutoDetect=off
 NodeName=$node Name=gpu Count=1 File=/dev/null
 EOF
 
+# The executor plugin's job step drops SLURM_CONF before it calls srun, so the config must
+# also be where SLURM looks by default: link it there, never over a real cluster's.
+for name in slurm.conf gres.conf slurmdbd.conf; do
+    target=/etc/slurm/$name
+    if [[ -e $target && ! -L $target ]]; then
+        log "$target exists and is not ours: this machine has a SLURM set-up already"
+        exit 1
+    fi
+    ln -sfn "$state/$name" "$target"
+done
 export SLURM_CONF=$state/slurm.conf
 /usr/sbin/slurmdbd
 wait_for slurmdbd 60 sacctmgr -n list cluster

@@ -1,0 +1,254 @@
+"""The pipeline through a real SLURM scheduler (tests/slurm/cluster.sh: one node, slurmdbd).
+
+A small config runs through ``profiles/slurm`` with the executor plugin: every job goes
+through ``sbatch`` (``sacct`` lists it), GPU rules are scheduled on the ``gpu`` partition
+with ``--gpus=1`` and run on the CPU inside the job, the results equal a local run of the
+same config byte for byte, and a second run has nothing to do. A two-rule workflow then
+checks how job failures end: a job cancelled while running (``CANCELLED by 0``) and a job
+that exits non-zero both fail within a status interval and are retried per the profile's
+``retries``, and a rerun recovers.
+
+Needs root (CI runs as root); the cluster script installs SLURM with apt-get when missing.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_pipeline import REPO, prepare
+
+pytestmark = pytest.mark.slow
+CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
+# Seconds between the plugin's status checks (its default, 40, is for busy clusters).
+STATUS_SECONDS = 2
+# Each job gets one CPU, so the 2-CPU test node runs two at a time.
+NODE_CPUS = 1
+NODE_MEM_MB = 3000
+
+
+def slurm_profile(directory: Path) -> Path:
+    """profiles/slurm sized for the test node: requests capped at its CPUs and memory."""
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+
+    def fit(resources: dict) -> dict:
+        capped = dict(resources)
+        if "cpus_per_task" in capped:
+            capped["cpus_per_task"] = min(capped["cpus_per_task"], NODE_CPUS)
+        if "mem_mb" in capped:
+            capped["mem_mb"] = min(capped["mem_mb"], NODE_MEM_MB)
+        return capped
+
+    profile["default-resources"] = fit(profile["default-resources"])
+    profile["set-resources"] = {r: fit(v) for r, v in profile["set-resources"].items()}
+    profile["set-threads"] = {r: min(n, NODE_CPUS) for r, n in profile["set-threads"].items()}
+    profile.update({"jobs": 4, "latency-wait": 5})
+    profile["slurm-init-seconds-before-status-checks"] = STATUS_SECONDS
+    directory.mkdir(parents=True)
+    (directory / "config.yaml").write_text(yaml.safe_dump(profile))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.fail("the SLURM test starts SLURM's daemons: run the tests as root, as CI does")
+    # Outside pytest's private temporary folder: munge and MariaDB run as their own users.
+    state = Path(tempfile.mkdtemp(prefix="citeval-slurm-"))
+    state.chmod(0o755)
+    started = subprocess.run(
+        ["bash", str(CLUSTER), "start", str(state)], capture_output=True, text=True, check=False
+    )
+    try:
+        assert started.returncode == 0, started.stderr[-4000:]
+        env = {**os.environ, "SLURM_CONF": str(state / "slurm.conf"), "HF_HUB_OFFLINE": "1"}
+        yield env
+    finally:
+        subprocess.run(["bash", str(CLUSTER), "stop", str(state)], check=False)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def run(command: list[str], workdir: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        command, cwd=workdir, capture_output=True, text=True, env=env, check=False, timeout=900
+    )
+
+
+def snakemake_command(workdir: Path, *args: str, snakefile: Path = REPO / "Snakefile") -> list:
+    return [
+        sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
+        "--directory", str(workdir), *args,
+    ]  # fmt: skip
+
+
+SACCT_FIELDS = ("JobIdRaw", "Comment", "Partition", "State", "AllocTRES")
+
+
+def sacct_jobs(env: dict) -> dict[str, dict[str, str]]:
+    """Every job the scheduler has accounted for: job id -> sacct's fields."""
+    out = subprocess.run(
+        ["sacct", "-X", "--parsable2", "--noheader", f"--format={','.join(SACCT_FIELDS)}",
+         "--starttime", "now-1day"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout  # fmt: skip
+    rows = [dict(zip(SACCT_FIELDS, line.split("|"), strict=True)) for line in out.splitlines()]
+    return {row["JobIdRaw"]: row for row in rows}
+
+
+def small_config(tiny_bert_dir: Path) -> dict:
+    """One dataset-level collection and one field, BM25 and the tiny BERT (a GPU rule)."""
+    config = yaml.safe_load((REPO / "tests" / "data" / "pipeline.yaml").read_text())
+    config["sampling"]["dataset_level"].update(pool_sizes=[300], repetitions=1)
+    config["sampling"]["field_level"]["fields"] = ["Biology"]
+    config["bm25"]["tune"]["enabled"] = False
+    config["models"] = {
+        "tiny": {"path": str(tiny_bert_dir), "pooling": "cls", "max_length": 32, "batch_size": 16}
+    }
+    config["encode"] = {"models": ["tiny"], "num_shards": 1}
+    config["mdcr"] = {"enabled": False}
+    config["rerank"] = {"enabled": False}
+    config["train"] = {"models": {}}
+    return config
+
+
+@pytest.fixture(scope="module")
+def slurm_and_local(cluster, tmp_path_factory, tiny_bert_dir):
+    root = tmp_path_factory.mktemp("slurm-run")
+    profile = slurm_profile(root / "profile")
+    config = small_config(tiny_bert_dir)
+    on_slurm = prepare(root / "slurm", config)
+    started = time.monotonic()
+    result = run(
+        snakemake_command(on_slurm, "--configfile", "config.yaml", "--profile", str(profile)),
+        on_slurm,
+        cluster,
+    )
+    seconds = time.monotonic() - started
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    local = prepare(root / "local", config)
+    done = run(
+        snakemake_command(local, "--configfile", "config.yaml", "--cores", "2"), local, cluster
+    )
+    assert done.returncode == 0, done.stderr[-6000:]
+    return {"slurm": on_slurm, "local": local, "log": result.stdout + result.stderr,
+            "seconds": seconds,
+            "profile": profile}  # fmt: skip
+
+
+def test_every_job_went_through_sbatch(slurm_and_local, cluster):
+    submitted = set(re.findall(r"submitted with SLURM jobid (\d+)", slurm_and_local["log"]))
+    assert len(submitted) >= 15
+    accounted = sacct_jobs(cluster)
+    assert submitted <= set(accounted)
+    assert all(accounted[job]["State"] == "COMPLETED" for job in submitted)
+    # The encoder is a GPU rule: the gpu partition gave it the node's one GPU.
+    [encode] = [job for job in submitted if accounted[job]["Comment"].startswith("rule_encode_")]
+    assert accounted[encode]["Partition"] == "gpu"
+    assert "gres/gpu=1" in accounted[encode]["AllocTRES"]
+
+
+def test_results_equal_a_local_run_and_a_rerun_has_nothing_to_do(slurm_and_local, cluster):
+    first = slurm_and_local["slurm"] / "results" / "e2e"
+    second = slurm_and_local["local"] / "results" / "e2e"
+    compared = 0
+    for sub in ("corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings"):
+        for path in sorted((first / sub).rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                assert filecmp.cmp(path, second / path.relative_to(first), shallow=False), path
+                compared += 1
+    assert compared > 20
+    workdir = slurm_and_local["slurm"]
+    again = run(
+        snakemake_command(
+            workdir,
+            "-n",
+            "--configfile",
+            "config.yaml",
+            "--profile",
+            str(slurm_and_local["profile"]),
+        ),
+        workdir,
+        cluster,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+FAILURES_SNAKEFILE = """
+import sys
+import tempfile
+sys.path.insert(0, {package!r})
+from citeval.slurm_status import install
+install()
+
+rule all:
+    input: "slow.done", "flaky.done"
+
+rule slow:
+    output: "slow.done"
+    resources: runtime=5, cpus_per_task=1, mem_mb=500
+    shell: "echo started > slow.started; sleep 10; touch {{output}}"
+
+rule flaky:
+    output: "flaky.done"
+    resources: runtime=5, cpus_per_task=1, mem_mb=500
+    shell: "if [ -e fail.flag ]; then echo failing >&2; exit 3; fi; touch {{output}}"
+"""
+
+
+def test_cancelled_and_failing_jobs_fail_are_retried_and_recover(cluster, tmp_path):
+    workdir = tmp_path / "failures"
+    workdir.mkdir()
+    snakefile = workdir / "Snakefile"
+    snakefile.write_text(FAILURES_SNAKEFILE.format(package=str(REPO / "workflow")))
+    (workdir / "fail.flag").touch()
+    profile = slurm_profile(tmp_path / "profile")
+    command = snakemake_command(workdir, "--profile", str(profile), snakefile=snakefile)
+    process = subprocess.Popen(
+        command, cwd=workdir, env=cluster, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    # Cancel the slow job's first attempt once it runs, as an administrator would.
+    deadline = time.monotonic() + 120
+    while not (workdir / "slow.started").exists():
+        assert time.monotonic() < deadline and process.poll() is None, "slow never started"
+        time.sleep(0.5)
+    queue = subprocess.run(
+        ["squeue", "-h", "-o", "%i|%k|%T"], capture_output=True, text=True, env=cluster, check=True
+    ).stdout
+    [slow] = [
+        job
+        for job, comment, state in (line.split("|") for line in queue.splitlines())
+        if comment == "rule_slow" and state == "RUNNING"
+    ]
+    subprocess.run(["scancel", slow], env=cluster, check=True)
+    cancelled_at = time.monotonic()
+    try:
+        _, stderr = process.communicate(timeout=150)
+    finally:
+        process.kill()  # a hung workflow (the plugin missing the cancellation) ends here
+    # Snakemake saw the cancellation: the job failed, was resubmitted and then finished;
+    # flaky failed twice (first try and retry), so the workflow failed cleanly.
+    assert process.returncode != 0
+    assert f"SLURM-job '{slow}' failed, SLURM status is: 'CANCELLED'" in stderr
+    assert time.monotonic() - cancelled_at < 120
+    assert (workdir / "slow.done").exists()
+    assert "Error in rule flaky" in stderr
+    jobs = sacct_jobs(cluster)
+    assert jobs[slow]["State"] == "CANCELLED by 0"
+    flaky = [row["State"] for row in jobs.values() if row["Comment"] == "rule_flaky"]
+    assert flaky == ["FAILED", "FAILED"]  # the first try and the profile's one retry
+    # The user fixes the cause and reruns: only the failed job runs again.
+    (workdir / "fail.flag").unlink()
+    rerun = run(command, workdir, cluster)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert (workdir / "flaky.done").exists()
+    assert "rule slow" not in rerun.stdout + rerun.stderr
