@@ -77,8 +77,11 @@ memory_mb=$(($(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo) - 1024))
     of=/etc/munge/munge.key 2>/dev/null && chown munge: /etc/munge/munge.key)
 mkdir -p /run/munge "$state/munge"
 chown munge: /run/munge "$state/munge"
-runuser -u munge -- /usr/sbin/munged --pid-file="$state/munge/munged.pid" \
-    --log-file="$state/munge/munged.log" --seed-file="$state/munge/munge.seed"
+# A munged already serving the socket is used as it is (and left running at stop).
+if ! (munge -n </dev/null | unmunge >/dev/null 2>&1); then
+    runuser -u munge -- /usr/sbin/munged --pid-file="$state/munge/munged.pid" \
+        --log-file="$state/munge/munged.log" --seed-file="$state/munge/munge.seed"
+fi
 
 # MariaDB for slurmdbd's accounting (what sacct reads).
 if [[ ! -d $state/mysql/mysql ]]; then
