@@ -156,7 +156,7 @@ def sample_local(
         split: _choose_queries(con, split, where[split], requested[split], seed, guard)
         for split in SPLITS
     }
-    pools = {"test": _pool(con, ("test", "valid"), pool_size, seed, guard, "local-pool")}
+    pools = {"test": _pool(con, EVALUATED, pool_size, seed, guard, "local-pool")}
     pools["valid"] = pools["test"]
     pools["train"] = _pool(con, ("train",), pool_size, seed, guard, "local-train-pool")
     out = Path(output_dir)
@@ -222,12 +222,10 @@ def _choose_queries(
     for (granularity,) in names:
         matching = f"FROM queries WHERE {condition} AND granularity = ?"
         if requested is None:
-            con.execute(
+            # DuckDB's INSERT answers with the number of rows it inserted.
+            size = con.execute(
                 f"INSERT INTO chosen_{split} SELECT {columns} {matching}",
                 [*parameters, granularity],
-            )
-            size = con.execute(
-                f"SELECT count(*) {matching}", [*parameters, granularity]
             ).fetchall()[0][0]
             granularities[granularity] = {"available": size, "queries": size}
             continue
