@@ -59,7 +59,13 @@ def test_cross_encoder_scores_every_pair_and_round_trips_through_evaluate(
     assert set(scores) == {score_key(q, c) for q, c in iter_pairs(BENCHMARK)}
     # The same p(relevant) as the reranker gives each pair.
     reranker = Reranker(
-        str(tmp_path / "ce"), query_tokens=32, candidate_tokens=32, batch_size=32, device="cpu"
+        str(tmp_path / "ce"),
+        query_tokens=32,
+        candidate_tokens=32,
+        batch_tokens=2048,
+        batch_size=32,
+        dtype="auto",
+        device="cpu",
     )
     keys = sorted(scores)
     pairs = [key.split("_") for key in keys]

@@ -16,7 +16,13 @@ from citeval.rerank.model import Reranker, load_cross_encoder
 def small(tiny_bert_dir: Path) -> Reranker:
     torch.manual_seed(0)
     return Reranker(
-        str(tiny_bert_dir), query_tokens=8, candidate_tokens=8, batch_size=32, device="cpu"
+        str(tiny_bert_dir),
+        query_tokens=8,
+        candidate_tokens=8,
+        batch_tokens=2048,
+        batch_size=32,
+        dtype="auto",
+        device="cpu",
     )
 
 
@@ -62,7 +68,13 @@ def test_a_cut_inside_a_word_keeps_exactly_the_budget(small: Reranker) -> None:
 
 def test_the_paper_budgets_keep_both_sides_of_long_papers(tiny_bert_dir: Path) -> None:
     reranker = Reranker(
-        str(tiny_bert_dir), query_tokens=256, candidate_tokens=256, batch_size=32, device="cpu"
+        str(tiny_bert_dir),
+        query_tokens=256,
+        candidate_tokens=256,
+        batch_tokens=2048,
+        batch_size=32,
+        dtype="auto",
+        device="cpu",
     )
     title, abstract = "graph neural networks", "message passing " * 400
     query, candidate = _sides(
@@ -98,7 +110,74 @@ def test_a_saved_model_loads_back_with_the_same_scores(
 ) -> None:
     small.model.save(str(tmp_path / "ce"))
     loaded = Reranker(
-        str(tmp_path / "ce"), query_tokens=8, candidate_tokens=8, batch_size=32, device="cpu"
+        str(tmp_path / "ce"),
+        query_tokens=8,
+        candidate_tokens=8,
+        batch_tokens=2048,
+        batch_size=32,
+        dtype="auto",
+        device="cpu",
     )
     pairs = (["cell graph", "the model"], ["graph", "protein model"])
     np.testing.assert_allclose(loaded.score(*pairs), small.score(*pairs), rtol=1e-6)
+
+
+PAIR_TEXTS = (
+    ["cell biology", "protein " * 40, "gene", "graph networks for citations " * 5] * 6,
+    ["graph " * 30, "gene cell", "protein folding " * 9, "b"] * 6,
+)
+
+
+def _reranker(path: str, dtype: str, *, batch_tokens: int = 2048, batch_size=None) -> Reranker:
+    torch.manual_seed(0)
+    return Reranker(
+        path,
+        query_tokens=12,
+        candidate_tokens=12,
+        batch_tokens=batch_tokens,
+        batch_size=batch_size,
+        dtype=dtype,
+        device="cpu",
+    )
+
+
+def test_tokenize_gives_the_inputs_crossencoder_makes_of_the_cut_texts(
+    tiny_bert_dir: Path,
+) -> None:
+    reranker = _reranker(str(tiny_bert_dir), "float32")
+    queries, candidates = PAIR_TEXTS
+    tokens = reranker.tokenize(queries, candidates)
+    features = reranker.features(queries, candidates)
+    for row in range(len(queries)):
+        length = int(features["attention_mask"][row].sum())
+        begin, end = tokens.starts[row], tokens.starts[row + 1]
+        assert end - begin == length
+        assert tokens.ids[begin:end].tolist() == features["input_ids"][row, :length].tolist()
+        assert (
+            tokens.extra["token_type_ids"][begin:end].tolist()
+            == features["token_type_ids"][row, :length].tolist()
+        )
+
+
+def test_scores_equal_crossencoder_predict_on_the_cut_pairs_in_input_order(
+    tiny_bert_dir: Path,
+) -> None:
+    reranker = _reranker(str(tiny_bert_dir), "float32", batch_tokens=40)
+    queries, candidates = PAIR_TEXTS
+    pairs, _ = reranker.prepare(queries, candidates)
+    expected = reranker.model.predict(pairs, batch_size=1, convert_to_numpy=True)
+    np.testing.assert_allclose(reranker.score(queries, candidates), expected, atol=1e-6)
+    assert reranker.pairs_scored == len(pairs)
+
+
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+def test_half_precision_scores_equal_float32_scores_within_tolerance(
+    tiny_bert_dir: Path, half: str
+) -> None:
+    queries, candidates = PAIR_TEXTS
+    full = _reranker(str(tiny_bert_dir), "float32")
+    reduced = _reranker(str(tiny_bert_dir), half)
+    assert next(reduced.model.parameters()).dtype == getattr(torch, half)
+    scores = reduced.score(queries, candidates)
+    assert scores.dtype == np.float32
+    np.testing.assert_allclose(scores, full.score(queries, candidates), atol=1e-2)

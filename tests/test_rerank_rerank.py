@@ -69,7 +69,13 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 def _reranker(model_dir: Path) -> Reranker:
     return Reranker(
-        str(model_dir), query_tokens=16, candidate_tokens=16, batch_size=64, device="cpu"
+        str(model_dir),
+        query_tokens=16,
+        candidate_tokens=16,
+        batch_tokens=2048,
+        batch_size=64,
+        dtype="auto",
+        device="cpu",
     )
 
 
@@ -88,13 +94,13 @@ def test_each_k_reorders_only_its_top_k_and_scores_every_pair_once(
     run_path, papers = files
     reranker = _reranker(model_dir)
     seen: list[tuple[str, str]] = []
-    predict = reranker.model.predict
+    tokenize = reranker.tokenize
 
-    def counting_predict(pairs, **kwargs):
-        seen.extend(pairs)
-        return predict(pairs, **kwargs)
+    def counting_tokenize(queries, candidates):
+        seen.extend(zip(queries, candidates, strict=True))
+        return tokenize(queries, candidates)
 
-    reranker.model.predict = counting_predict
+    reranker.tokenize = counting_tokenize
     outputs = [tmp_path / f"k{k}.trec" for k in KS]
     timing = rerank(run_path, papers, KS, outputs, reranker=reranker,
                     timing_path=tmp_path / "timing.json", tag_prefix="ce@")  # fmt: skip

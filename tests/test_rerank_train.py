@@ -120,7 +120,14 @@ def test_training_learns_a_separable_toy_task(
     import torch
 
     torch.manual_seed(settings.seed)
-    budgets = dict(query_tokens=12, candidate_tokens=12, batch_size=32, device="cpu")
+    budgets = dict(
+        query_tokens=12,
+        candidate_tokens=12,
+        batch_tokens=2048,
+        batch_size=32,
+        dtype="auto",
+        device="cpu",
+    )
     before = accuracy(Reranker(str(tiny_bert_dir), **budgets))
     after = accuracy(Reranker(str(tmp_path / "out" / FINAL_DIR), **budgets))
     assert after == 1.0 and after > before
@@ -299,7 +306,13 @@ def test_base_layers_keeps_the_first_layers_and_the_model_reloads_with_them(
     assert any(".layer.0." in key for key in weights)
     assert not any(".layer.1." in key for key in weights)
     reranker = Reranker(
-        str(model_dir), query_tokens=12, candidate_tokens=12, batch_size=32, device="cpu"
+        str(model_dir),
+        query_tokens=12,
+        candidate_tokens=12,
+        batch_tokens=2048,
+        batch_size=32,
+        dtype="auto",
+        device="cpu",
     )
     assert reranker.model.model.config.num_hidden_layers == 1
 

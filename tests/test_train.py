@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+import torch
 from rerank_builder import write_papers
 
 from citeval import stages
@@ -479,3 +481,62 @@ def test_a_local_split_holds_out_its_contexts_citing_papers(tmp_path: Path) -> N
         split / "queries.parquet",
     )
     assert query_ids_of_split(split) == ["p1", "p2"]
+
+
+def test_a_split_of_the_effective_batch_trains_as_the_whole_batch(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
+    # Without dropout, micro-batches only change float sums: the triplet loss is a mean
+    # over the effective batch, which the optimizer sees whatever the split. (Weights are
+    # not compared one by one: Adam scales the float noise of near-zero gradients up to
+    # full-size steps.) Halving the effective batch instead is a real change.
+    model_dir = tmp_path / "no-dropout"
+    shutil.copytree(tiny_bert_dir, model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (model_dir / "config.json").write_text(json.dumps(config))
+    triplets, papers = triplet_inputs(tmp_path)
+    titles = [topic for topic in TOPICS]
+    abstracts = [f"we report {topic} results" for topic in TOPICS]
+
+    def vectors(micro_batch: int, accumulation: int) -> np.ndarray:
+        settings = fit_settings(
+            epochs=2,
+            batch_size=micro_batch,
+            gradient_accumulation=accumulation,
+            learning_rate=1e-3,
+            seed=4,
+        )
+        out = train_encoder(
+            triplets, papers, tiny_spec(model_dir), settings,
+            tmp_path / f"{micro_batch}x{accumulation}", device="cpu",
+        )  # fmt: skip
+        spec = ModelSpec(name="t", path=str(out), pooling="cls", max_length=32)
+        return load_encoder(spec, device="cpu").encode(titles, abstracts).vectors
+
+    whole = vectors(8, 1)
+    split = max(np.abs(vectors(micro, 8 // micro) - whole).max() for micro in (4, 2))
+    halved = np.abs(vectors(4, 1) - whole).max()
+    assert split < 1e-2 and split < halved / 20, (split, halved)
+
+
+def test_on_cuda_the_effective_batch_is_split_into_the_largest_micro_batch_that_fits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from citeval import training
+
+    made = []
+
+    def make_trainer(micro_batch: int, accumulation: int) -> tuple[int, int]:
+        made.append((micro_batch, accumulation))
+        return (micro_batch, accumulation)
+
+    monkeypatch.setattr(training, "_fits", lambda trainer, micro_batch, device: micro_batch <= 3)
+    cuda = torch.device("cuda")
+    trainer, batch = training.fitted_trainer(make_trainer, (4, 2), device=cuda, refit=True)
+    # Divisors of 8 from the top: 8 and 4 do not fit, 2 does (2 x 4 = 8 again).
+    assert batch == trainer == (2, 4) and made == [(8, 1), (4, 2), (2, 4)]
+    # In-batch negatives, and the CPU, keep the configured split.
+    assert training.fitted_trainer(make_trainer, (4, 2), device=cuda, refit=False)[1] == (4, 2)
+    cpu = torch.device("cpu")
+    assert training.fitted_trainer(make_trainer, (4, 2), device=cpu, refit=True)[1] == (4, 2)

@@ -132,7 +132,8 @@ class ModelEntry(Section):
     path: str
     pooling: Literal["cls", "mean", "aspire"]
     max_length: int
-    batch_size: int
+    batch_tokens: int
+    batch_size: int | None
     dtype: Literal["auto", "float32", "float16", "bfloat16"]
     similarity: Literal["ip", "l2", "cosine"]
     adapter: str | None
@@ -226,7 +227,9 @@ class Rerank(Section):
     candidate_tokens: int
     first_stages: list[str]
     ks: list[int]
-    batch_size: int
+    batch_tokens: int
+    batch_size: int | None
+    dtype: Literal["auto", "float32", "float16", "bfloat16"]
     device: str
     train: RerankTrain
 

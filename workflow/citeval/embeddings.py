@@ -21,9 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import faiss
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
@@ -231,6 +229,8 @@ class EmbeddingStore:
         Raises :class:`InputDataError` when a paper has no vector, or when the store holds
         a paper (single-vector) or a (paper, sentence) pair twice.
         """
+        import polars as pl
+
         wanted = pl.DataFrame({"paper_id": pl.Series(list(paper_ids), dtype=pl.String)}).unique()
         columns = ["paper_id", "sentence"] if self.multi_vector else ["paper_id"]
         parts: list[pl.DataFrame] = []
@@ -317,6 +317,8 @@ class EmbeddingStore:
             else:
                 dest[mask] = source
         if normalize:
+            import faiss
+
             faiss.normalize_L2(dest)
 
     def iter_chunks(

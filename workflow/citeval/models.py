@@ -43,7 +43,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import importlib
-import itertools
 import json
 import logging
 import os
@@ -55,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from citeval.batching import Tokens, padded_batches, token_budget_batches
 from citeval.errors import CitevalError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,8 @@ PACKAGE_PREFIX = "package:"
 # schema validation behaves the same as a validated one.
 SPEC_DEFAULTS: dict[str, Any] = {
     "max_length": 512,
-    "batch_size": 32,
+    "batch_tokens": 65_536,
+    "batch_size": None,
     "dtype": "auto",
     "similarity": "ip",
     "adapter": None,
@@ -90,7 +91,8 @@ class ModelSpec:
     path: str
     pooling: str
     max_length: int = SPEC_DEFAULTS["max_length"]
-    batch_size: int = SPEC_DEFAULTS["batch_size"]
+    batch_tokens: int = SPEC_DEFAULTS["batch_tokens"]
+    batch_size: int | None = SPEC_DEFAULTS["batch_size"]
     dtype: str = SPEC_DEFAULTS["dtype"]
     similarity: str = SPEC_DEFAULTS["similarity"]
     adapter: str | None = SPEC_DEFAULTS["adapter"]
@@ -115,8 +117,10 @@ class ModelSpec:
         _check_choice(where, "pooling", values["pooling"], POOLINGS)
         _check_choice(where, "dtype", values["dtype"], DTYPES)
         _check_choice(where, "similarity", values["similarity"], SIMILARITIES)
-        for key, minimum in (("max_length", 8), ("batch_size", 1)):
+        for key, minimum in (("max_length", 8), ("batch_tokens", 8), ("batch_size", 1)):
             value = values[key]
+            if key == "batch_size" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ConfigError(f"{where}.{key} must be an integer >= {minimum}, got {value!r}")
         adapter = values["adapter"]
@@ -381,26 +385,6 @@ def aspire_pool(
 
 
 @dataclass
-class Prepared:
-    """Tokenised inputs of one call, in input order (CPU side of :meth:`Encoder.encode`).
-
-    Stored flat (CSR): input ``i`` has tokens ``token_ids[starts[i]:starts[i + 1]]``;
-    4 bytes a token instead of a Python int object each.
-    """
-
-    token_ids: np.ndarray
-    starts: np.ndarray
-    sentences: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.starts) - 1
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.starts)
-
-
-@dataclass
 class Encoded:
     """Vectors of one call: row ``k`` belongs to input ``paper_index[k]``.
 
@@ -541,18 +525,17 @@ class Encoder:
             for title, abstract in zip(titles, abstracts, strict=True)
         ]
 
-    def prepare(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Prepared:
+    def prepare(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Tokens:
         """Tokenise (CPU only; safe to run in a thread while the model works on a batch).
 
         Texts go to the tokenizer ``TOKENIZE_BATCH`` at a time: its per-token Rust objects
         (strings, offsets, the truncated overflow) take ~100 bytes a token, so a whole
         chunk at once would cost hundreds of MB that the allocator keeps afterwards.
+        ASPIRE's inputs carry each token's sentence (``extra["sentence"]``).
         """
         aspire = self.spec.multi_vector
         sep = self.tokenizer.sep_token
-        token_pieces: list[np.ndarray] = []
-        sentence_pieces: list[np.ndarray] = []
-        lengths: list[int] = []
+        parts: list[Tokens] = []
         for begin in range(0, len(titles), TOKENIZE_BATCH):
             part_titles = titles[begin : begin + TOKENIZE_BATCH]
             part_abstracts = abstracts[begin : begin + TOKENIZE_BATCH]
@@ -565,89 +548,63 @@ class Encoder:
                 return_token_type_ids=False,
                 return_offsets_mapping=aspire,
             )
-            input_ids = encoding["input_ids"]
-            part_lengths = [len(ids) for ids in input_ids]
-            token_pieces.append(
-                np.fromiter(
-                    itertools.chain.from_iterable(input_ids),
-                    dtype=np.int32,
-                    count=sum(part_lengths),
-                )
-            )
-            lengths.extend(part_lengths)
+            extra = {}
             if aspire:
-                sentence_pieces.extend(
+                extra["sentence"] = [
                     token_sentences(offsets, sentence_spans(title, abstract, sep))
                     for offsets, title, abstract in zip(
                         encoding["offset_mapping"], part_titles, part_abstracts, strict=True
                     )
-                )
-            del encoding, input_ids
-        starts = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=starts[1:])
-        token_ids = np.concatenate(token_pieces) if token_pieces else np.zeros(0, np.int32)
-        sentences = None
-        if aspire:
-            sentences = (
-                np.concatenate(sentence_pieces).astype(np.int32)
-                if sentence_pieces
-                else np.zeros(0, np.int32)
-            )
-        return Prepared(token_ids=token_ids, starts=starts, sentences=sentences)
+                ]
+            parts.append(Tokens.from_lists(encoding["input_ids"], extra))
+            del encoding
+        return Tokens.concatenate(parts)
 
-    def run(self, prepared: Prepared, progress: Any | None = None) -> Encoded:
-        """Encode prepared inputs in length-sorted batches and restore the input order."""
+    def batches(self, tokens: Tokens) -> list[np.ndarray]:
+        """Length-sorted batches within the spec's token budget (and batch size cap)."""
+        return token_budget_batches(tokens.lengths, self.spec.batch_tokens, self.spec.batch_size)
+
+    def run(self, tokens: Tokens, progress: Any | None = None) -> Encoded:
+        """Encode prepared inputs in token-budget batches and restore the input order.
+
+        Batches go longest first: an out-of-memory batch shows up at the start instead of
+        hours in. The vectors stay on the device until the chunk is done (one copy back).
+        """
         torch = self._torch
-        count = len(prepared)
-        if count == 0:
+        if len(tokens) == 0:
             return Encoded(
                 vectors=np.zeros((0, self.dim), dtype=np.float32),
                 paper_index=np.zeros(0, dtype=np.int64),
                 sentence=np.zeros(0, dtype=np.int32),
             )
-        # Longest first: similar lengths share a batch (little padding), and an
-        # out-of-memory batch shows up at the start instead of hours in.
-        lengths = prepared.lengths
-        starts = prepared.starts
-        order = np.argsort(-lengths, kind="stable")
-        pad_id = int(self.tokenizer.pad_token_id)
+        aspire = self.spec.multi_vector
         outputs: list[Any] = []
         rows: list[Any] = []
         sentences: list[Any] = []
-        batch_size = self.spec.batch_size
+        batches = padded_batches(
+            tokens,
+            self.batches(tokens),
+            pad_id=int(self.tokenizer.pad_token_id),
+            device=self.device,
+            extra_pad={"sentence": -1},
+        )
         with torch.inference_mode():
-            for begin in range(0, count, batch_size):
-                members = order[begin : begin + batch_size]
-                width = int(lengths[members].max())
-                ids = np.full((len(members), width), pad_id, dtype=np.int64)
-                mask = np.zeros((len(members), width), dtype=np.int64)
-                for row, member in enumerate(members):
-                    begin_token, end_token = starts[member], starts[member + 1]
-                    ids[row, : end_token - begin_token] = prepared.token_ids[begin_token:end_token]
-                    mask[row, : end_token - begin_token] = 1
-                input_ids = torch.from_numpy(ids).to(self.device, non_blocking=True)
-                attention = torch.from_numpy(mask).to(self.device, non_blocking=True)
+            for members, inputs in batches:
                 members_t = torch.from_numpy(members).to(self.device)
-                if self.spec.pooling == "aspire":
-                    assert prepared.sentences is not None
-                    token_sentence = np.full((len(members), width), -1, dtype=np.int64)
-                    for row, member in enumerate(members):
-                        begin_token, end_token = starts[member], starts[member + 1]
-                        token_sentence[row, : end_token - begin_token] = prepared.sentences[
-                            begin_token:end_token
-                        ]
+                attention = inputs["attention_mask"]
+                if aspire:
                     out = self.model(
-                        input_ids=input_ids, attention_mask=attention, output_hidden_states=True
+                        input_ids=inputs["input_ids"],
+                        attention_mask=attention,
+                        output_hidden_states=True,
                     )
                     vectors, batch_rows, sentence = aspire_pool(
-                        layer_mean(out.hidden_states),
-                        torch.from_numpy(token_sentence).to(self.device),
-                        attention,
+                        layer_mean(out.hidden_states), inputs["sentence"], attention
                     )
                     rows.append(members_t[batch_rows])
                     sentences.append(sentence)
                 else:
-                    out = self.model(input_ids=input_ids, attention_mask=attention)
+                    out = self.model(input_ids=inputs["input_ids"], attention_mask=attention)
                     hidden = out.last_hidden_state
                     vectors = (
                         cls_pool(hidden)
@@ -658,7 +615,6 @@ class Encoder:
                 outputs.append(vectors)
                 if progress is not None:
                     progress.update(len(members))
-            # One device-to-host copy per call instead of one sync per batch.
             vectors = torch.cat(outputs)
             paper_index = torch.cat(rows)
             sentence = torch.cat(sentences) if sentences else torch.zeros_like(paper_index)

@@ -26,7 +26,12 @@ _SIGNIFICANCE = StageSettings.of(
 )
 _BM25_PARAMETERS = StageSettings.of("bm25.k1", "bm25.b", "bm25.searcher")
 _RERANK_SCORING = StageSettings.of(
-    "rerank.query_tokens", "rerank.candidate_tokens", "rerank.batch_size", "rerank.device"
+    "rerank.query_tokens",
+    "rerank.candidate_tokens",
+    "rerank.batch_tokens",
+    "rerank.batch_size",
+    "rerank.dtype",
+    "rerank.device",
 )
 
 SYNTH = StageSettings.section("corpus.synthetic") + StageSettings.of("seed")

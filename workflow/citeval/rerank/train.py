@@ -69,7 +69,7 @@ from typing import Any
 from citeval.errors import CitevalError, InputDataError
 from citeval.io import atomic_path, write_json
 from citeval.rerank.data import check_in_corpus, read_ranked_run, read_run_texts
-from citeval.training import check_max_steps, loop_arguments
+from citeval.training import check_max_steps, fitted_trainer, loop_arguments, precision
 from citeval.trec import read_qrels
 
 LOG = logging.getLogger(__name__)
@@ -229,7 +229,6 @@ def _dataset(
         [reranker.text(*texts[p.query_id]) for p in pairs],
         [reranker.text(*texts[p.candidate_id]) for p in pairs],
     )
-    reranker.clear_cache()
     return Dataset.from_dict(
         {
             "query": [query for query, _ in pair_texts],
@@ -248,38 +247,44 @@ def _trainer(
     save_steps: int,
     logging_steps: int,
     on_step: Callable[[int], None] | None,
-) -> Any:
-    """sentence-transformers' ``CrossEncoderTrainer`` with the paper's recipe."""
+) -> tuple[Any, tuple[int, int]]:
+    """sentence-transformers' ``CrossEncoderTrainer`` with the paper's recipe, and its
+    (micro-batch, accumulation) split of ``settings.batch_size`` (the loss is a mean over
+    pairs: :func:`citeval.training.fitted_trainer`)."""
     from sentence_transformers.cross_encoder import (
         CrossEncoderTrainer,
         CrossEncoderTrainingArguments,
     )
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    on_cuda = reranker.device.type == "cuda"
-    arguments = CrossEncoderTrainingArguments(
-        **loop_arguments(
-            settings,
-            str(checkpoints),
-            on_cuda=on_cuda,
-            save_steps=save_steps,
-            logging_steps=logging_steps,
-        ),
-        # The paper's optimizer: Adam(W) with these betas and epsilon, gradients clipped.
-        optim="adamw_torch",
-        adam_beta1=0.9,
-        adam_beta2=0.999,
-        adam_epsilon=1e-8,
-        max_grad_norm=settings.max_grad_norm,
-        logging_strategy="steps",
-        dataloader_pin_memory=on_cuda,
-    )
-    return CrossEncoderTrainer(
-        model=reranker.model,
-        args=arguments,
-        train_dataset=dataset,
-        loss=BinaryCrossEntropyLoss(reranker.model),
-        callbacks=[_step_callback(on_step)] if on_step is not None else None,
+    def make_trainer(micro_batch: int, accumulation: int) -> Any:
+        arguments = CrossEncoderTrainingArguments(
+            **loop_arguments(
+                settings,
+                str(checkpoints),
+                device=reranker.device,
+                batch=(micro_batch, accumulation),
+                save_steps=save_steps,
+                logging_steps=logging_steps,
+            ),
+            # The paper's optimizer: Adam(W) with these betas and epsilon, gradients clipped.
+            optim="adamw_torch",
+            adam_beta1=0.9,
+            adam_beta2=0.999,
+            adam_epsilon=1e-8,
+            max_grad_norm=settings.max_grad_norm,
+            logging_strategy="steps",
+        )
+        return CrossEncoderTrainer(
+            model=reranker.model,
+            args=arguments,
+            train_dataset=dataset,
+            loss=BinaryCrossEntropyLoss(reranker.model),
+            callbacks=[_step_callback(on_step)] if on_step is not None else None,
+        )
+
+    return fitted_trainer(
+        make_trainer, (settings.batch_size, 1), device=reranker.device, refit=True
     )
 
 
@@ -304,7 +309,7 @@ def train(
     """
     import torch
 
-    from citeval.rerank.model import Reranker
+    from citeval.rerank.model import Reranker, pair_max_length
 
     output = Path(output_dir)
     final = output / FINAL_DIR
@@ -335,7 +340,11 @@ def train(
         str(resume) if finished else settings.base_model,
         query_tokens=settings.query_tokens,
         candidate_tokens=settings.candidate_tokens,
+        # Scoring with the trained model in batches of the training batch's size.
+        batch_tokens=settings.batch_size
+        * pair_max_length(settings.query_tokens, settings.candidate_tokens),
         batch_size=settings.batch_size,
+        dtype="float32",
         device=device,
         dropout=settings.dropout,
         layers=settings.base_layers,
@@ -352,8 +361,9 @@ def train(
     if finished:
         LOG.info("%s is the last step's checkpoint: the model is taken from it", resume)
         log_history, train_loss, train_seconds = state["log_history"], None, 0.0
+        batch = None
     else:
-        trainer = _trainer(
+        trainer, batch = _trainer(
             reranker,
             _dataset(reranker, pairs, texts),
             settings,
@@ -386,7 +396,9 @@ def train(
         "train_seconds": round(train_seconds, 3),
         "resumed_from": str(resume) if resume is not None else None,
         "device": reranker.device.type,
-        "fp16": reranker.device.type == "cuda",
+        "precision": precision(reranker.device),
+        "micro_batch": None if batch is None else batch[0],
+        "gradient_accumulation": None if batch is None else batch[1],
         **(extra or {}),
     }
     with atomic_path(final) as temporary:

@@ -9,8 +9,10 @@ with L2 distance, ξ = 1, AdamW at 2e-5, 2 epochs and an effective batch of 32. 
   way (:func:`citeval.models.build_text`, ``max_length`` tokens);
 * the distance is the one the model is evaluated with (``similarity``): l2 → Euclidean,
   cosine → 1 − cosine, ip → the negative inner product;
-* ``SentenceTransformerTrainer`` runs the loop (AdamW, linear warm-up and decay, fp16 on
-  CUDA), saves a checkpoint every ``save_steps`` and resumes from the latest one;
+* ``SentenceTransformerTrainer`` runs the loop (AdamW, linear warm-up and decay; on CUDA
+  bf16 or fp16 mixed precision, the effective batch split by memory, tokenization in
+  data-loader workers: :mod:`citeval.training`), saves a checkpoint every ``save_steps``
+  and resumes from the latest one;
 * the finished model is a sentence-transformers folder written atomically to
   ``<output>/model`` with ``training.json``; when that file exists, nothing is redone.
 """
@@ -36,7 +38,7 @@ from citeval.models import (
     resolve_model_path,
     transformer_dir,
 )
-from citeval.training import check_max_steps, loop_arguments
+from citeval.training import check_max_steps, fitted_trainer, loop_arguments, precision
 
 LOG = logging.getLogger(__name__)
 FINAL_DIR = "model"
@@ -215,26 +217,37 @@ def train_encoder(
         return final
     started = time.perf_counter()
     model = build_model(spec, device)
-    on_cuda = model.device.type == "cuda"
     texts = read_triplet_texts(
         triplets_path, papers_dir, model.tokenizer.sep_token, anchor_papers=anchor_papers
     )
     loss = build_loss(model, spec, settings, loss_name)
     checkpoints = output / CHECKPOINT_DIR
-    arguments = SentenceTransformerTrainingArguments(
-        **loop_arguments(
-            settings,
-            str(checkpoints),
-            on_cuda=on_cuda,
-            save_steps=save_steps,
-            logging_steps=logging_steps,
-        ),
-        gradient_accumulation_steps=settings.gradient_accumulation,
-        # In-batch negatives: a batch never holds the same text twice (a false negative).
-        batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
-    )
-    trainer = SentenceTransformerTrainer(
-        model=model, args=arguments, train_dataset=Dataset.from_dict(texts), loss=loss
+    dataset = Dataset.from_dict(texts)
+
+    def make_trainer(micro_batch: int, accumulation: int) -> Any:
+        arguments = SentenceTransformerTrainingArguments(
+            **loop_arguments(
+                settings,
+                str(checkpoints),
+                device=model.device,
+                batch=(micro_batch, accumulation),
+                save_steps=save_steps,
+                logging_steps=logging_steps,
+            ),
+            # In-batch negatives: a batch never holds the same text twice (a false negative).
+            batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
+        )
+        return SentenceTransformerTrainer(
+            model=model, args=arguments, train_dataset=dataset, loss=loss
+        )
+
+    # The triplet loss is a mean over triplets: any split of the batch trains the same.
+    # In-batch negatives are the micro-batch itself, so that loss keeps the configured one.
+    trainer, batch = fitted_trainer(
+        make_trainer,
+        (settings.batch_size, settings.gradient_accumulation),
+        device=model.device,
+        refit=loss_name == "triplet",
     )
     resume = get_last_checkpoint(checkpoints) if checkpoints.is_dir() else None
     if resume is not None:
@@ -259,7 +272,9 @@ def train_encoder(
                     if "loss" in entry
                 ],
                 "device": model.device.type,
-                "fp16": on_cuda,
+                "precision": precision(model.device),
+                "micro_batch": batch[0],
+                "gradient_accumulation": batch[1],
                 "seconds": round(seconds, 3),
                 "train_seconds": round(float(result.metrics["train_runtime"]), 3),
                 "triplets_per_second": round(float(result.metrics["train_samples_per_second"]), 3),
