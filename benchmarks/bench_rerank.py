@@ -6,7 +6,8 @@ head: the weights do not matter for speed), each after the same warm-up batch:
 
 * ``reranker``: ``Reranker.score``, the project's path: each side cut to its token budget
   (256 + 256 by default, cut texts cached per text), the pairs sorted by token length
-  (longest first), batched by ``--batch-size`` and put back in input order. Its time
+  (longest first), batched by ``--batch-tokens`` (at most ``--batch-size`` pairs) and put
+  back in input order. Its time
   includes the per-side cut, from an empty cache.
 * ``predict``: one plain ``CrossEncoder.predict(pairs, batch_size=B)`` over the same pairs,
   already cut per side (so the model sees identical inputs), in their first-stage order.
@@ -171,12 +172,6 @@ def synchronize(device: torch.device) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"--device cuda: torch sees no CUDA device (torch {torch.__version__})")
-    if args.dtype == "float16" and args.device != "cuda":
-        raise SystemExit("--dtype float16 needs --device cuda (Reranker scores in float32 on CPU)")
-    if args.dtype == "float32" and args.device == "cuda":
-        raise SystemExit(
-            "--device cuda runs under float16 autocast in Reranker.score; use --dtype float16"
-        )
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -184,7 +179,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.base_model,
         query_tokens=args.query_tokens,
         candidate_tokens=args.candidate_tokens,
+        batch_tokens=args.batch_tokens,
         batch_size=args.batch_size,
+        dtype=args.dtype,
         device=args.device,
         layers=args.base_layers,
     )
@@ -198,14 +195,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     queries, candidates = first_stage_pairs(
         reranker, papers, args.queries, args.candidates, args.seed
     )
-    # The per-side cut, timed from an empty cache; its pairs are what the plain paths get.
-    reranker.clear_cache()
+    # The per-side cut; its pairs are what the plain paths get.
     started = time.perf_counter()
     pairs, lengths = reranker.prepare(queries, candidates)
     prepare_seconds = time.perf_counter() - started
-    query_lengths = np.asarray(reranker.truncate(queries, reranker.query_text_tokens)[1])
-    candidate_lengths = np.asarray(reranker.truncate(candidates, reranker.candidate_text_tokens)[1])
-    raw_lengths = np.asarray(reranker._count(candidates, 4 * reranker.candidate_text_tokens))
+    query_lengths = np.asarray(
+        [len(ids) for ids in reranker.truncate(queries, reranker.query_text_tokens)[1]]
+    )
+    candidate_lengths = np.asarray(
+        [len(ids) for ids in reranker.truncate(candidates, reranker.candidate_text_tokens)[1]]
+    )
+    raw_lengths = np.asarray(
+        [len(ids) for ids in reranker.pairs._ids(candidates, 4 * reranker.candidate_text_tokens)]
+    )
 
     def plain(batch: list[tuple[str, str]], batch_size: int) -> np.ndarray:
         with torch.autocast("cuda", dtype=torch.float16, enabled=cuda):
@@ -215,7 +217,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return np.asarray(values, dtype=np.float32).reshape(-1)
 
     def path_reranker() -> np.ndarray:
-        reranker.clear_cache()
         return reranker.score(queries, candidates)
 
     def path_predict() -> np.ndarray:
@@ -275,7 +276,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "hidden_size": model.model.config.hidden_size,
         "head": "fresh (random), one label",
         "device": str(device),
-        "dtype": "float16 autocast" if cuda else "float32",
+        "dtype": str(reranker.dtype).removeprefix("torch."),
+        "batch_tokens": args.batch_tokens,
         "query_tokens": args.query_tokens,
         "candidate_tokens": args.candidate_tokens,
         "batch_size": args.batch_size,
@@ -324,15 +326,18 @@ def main() -> None:
     parser.add_argument("--base-layers", type=int, help="keep the first N layers (default: all)")
     parser.add_argument("--queries", type=int, default=8)
     parser.add_argument("--candidates", type=int, default=16, help="candidates per query")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="plain predict's batch; the reranker's cap"
+    )
+    parser.add_argument("--batch-tokens", type=int, default=65_536, help="the reranker's budget")
     parser.add_argument("--query-tokens", type=int, default=256)
     parser.add_argument("--candidate-tokens", type=int, default=256)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument(
         "--dtype",
-        choices=["auto", "float32", "float16"],
+        choices=["auto", "float32", "float16", "bfloat16"],
         default="auto",
-        help="auto: float32 on CPU, float16 autocast on CUDA (what Reranker.score does)",
+        help="the reranker's scoring dtype (auto: float16 on CUDA, float32 on CPU)",
     )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's)")
     parser.add_argument("--corpus-papers", type=int, default=2000)

@@ -105,3 +105,25 @@ def test_encoder_output_does_not_depend_on_the_budget(tiny_bert_dir, pooling: st
         np.testing.assert_array_equal(encoded.paper_index, one_at_a_time.paper_index)
         np.testing.assert_array_equal(encoded.sentence, one_at_a_time.sentence)
         np.testing.assert_allclose(encoded.vectors, one_at_a_time.vectors, atol=2e-5)
+
+
+def test_tokenizer_processes_give_what_the_encoder_tokenizes_itself(tiny_bert_dir) -> None:
+    from citeval.batching import TokenizerPool
+
+    titles = [f"title {i}" for i in range(30)]
+    abstracts = ["First sentence. Then a second one. " * (i % 9) for i in range(30)]
+    spec = ModelSpec(name="tiny", path=str(tiny_bert_dir), pooling="aspire", max_length=64)
+    encoder = load_encoder(spec, device="cpu")
+    here = encoder.encode(titles, abstracts)
+    # The GPU path: tokenization split over spawned worker processes.
+    encoder._pool = TokenizerPool(encoder.paper_tokenizer, 2)
+    try:
+        tokens = encoder.prepare(titles, abstracts)
+        there = encoder.run(tokens)
+    finally:
+        encoder._pool.close()
+    expected = encoder.paper_tokenizer(titles, abstracts)
+    np.testing.assert_array_equal(tokens.ids, expected.ids)
+    np.testing.assert_array_equal(tokens.starts, expected.starts)
+    np.testing.assert_array_equal(tokens.extra["sentence"], expected.extra["sentence"])
+    np.testing.assert_array_equal(there.vectors, here.vectors)

@@ -181,3 +181,40 @@ def test_half_precision_scores_equal_float32_scores_within_tolerance(
     scores = reduced.score(queries, candidates)
     assert scores.dtype == np.float32
     np.testing.assert_allclose(scores, full.score(queries, candidates), atol=1e-2)
+
+
+def test_pairs_tokenized_in_a_worker_process_equal_those_tokenized_here(
+    tiny_bert_dir: Path,
+) -> None:
+    from citeval.batching import TokenizerPool
+
+    reranker = _reranker(str(tiny_bert_dir), "float32")
+    queries, candidates = PAIR_TEXTS
+    pool = TokenizerPool(reranker.pairs, 1)
+    try:
+        there = pool.submit("tokenize", queries, candidates).result()
+    finally:
+        pool.close()
+    here = reranker.tokenize(queries, candidates)
+    np.testing.assert_array_equal(there.ids, here.ids)
+    np.testing.assert_array_equal(there.starts, here.starts)
+    np.testing.assert_array_equal(there.extra["token_type_ids"], here.extra["token_type_ids"])
+
+
+def test_a_tokenizer_that_is_not_prefix_stable_is_cut_a_token_earlier(
+    tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reranker = _reranker(str(tiny_bert_dir), "float32")
+    pairs = reranker.pairs
+    tokenize_ids = pairs._ids
+
+    def grows_once_cut(texts, limit):
+        # As if re-tokenizing a cut text gave one token more than it kept.
+        grown = [
+            [*ids, ids[-1]] if len(ids) == limit else ids for ids in tokenize_ids(texts, limit)
+        ]
+        return grown
+
+    monkeypatch.setattr(pairs, "_ids", grows_once_cut)
+    texts, ids = pairs.truncate(["protein " * 40], 6)
+    assert len(ids[0]) <= 6 and texts[0] == "protein " * 4 + "protein"

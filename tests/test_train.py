@@ -540,3 +540,15 @@ def test_on_cuda_the_effective_batch_is_split_into_the_largest_micro_batch_that_
     assert training.fitted_trainer(make_trainer, (4, 2), device=cuda, refit=False)[1] == (4, 2)
     cpu = torch.device("cpu")
     assert training.fitted_trainer(make_trainer, (4, 2), device=cpu, refit=True)[1] == (4, 2)
+
+
+def test_loader_workers_only_on_cuda_and_never_with_a_forced_parallel_tokenizer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from citeval import training
+
+    monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
+    assert training._loader_workers(on_cuda=False) == 0
+    assert training._loader_workers(on_cuda=True) == training.CUDA_LOADER_WORKERS
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
+    assert training._loader_workers(on_cuda=True) == 0

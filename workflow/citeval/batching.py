@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import itertools
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,12 +84,9 @@ class Tokens:
 
 
 def _flatten(rows: Sequence[Sequence[int]], total: int) -> np.ndarray:
-    flat = np.empty(total, dtype=np.int32)
-    position = 0
-    for row in rows:
-        flat[position : position + len(row)] = row
-        position += len(row)
-    return flat
+    # One C-level pass over every token (a slice assignment per row costs a Python
+    # round trip each, with the GIL held while the model thread needs it).
+    return np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32, count=total)
 
 
 def token_budget_batches(
@@ -147,7 +145,9 @@ def padded_batches(
 
     A background thread pads the next :data:`PREFETCH_BATCHES` batches (numpy releases the
     GIL) into pinned memory when ``device`` is CUDA; the copies are issued without waiting,
-    so they overlap the model's work on the batch before.
+    so they overlap the model's work on the batch before. The batch's input indices come
+    along as the tensor ``members`` (on the device, for indexing results there): a copy
+    from ordinary host memory would make the host wait for the GPU at every batch.
     """
     import torch
 
@@ -155,7 +155,7 @@ def padded_batches(
     extra_pad = extra_pad or {}
 
     def host(members: np.ndarray) -> dict[str, Any]:
-        arrays = pad(tokens, members, pad_id, extra_pad)
+        arrays = {**pad(tokens, members, pad_id, extra_pad), "members": members}
         tensors = {name: torch.from_numpy(array) for name, array in arrays.items()}
         if pinned:
             tensors = {name: tensor.pin_memory() for name, tensor in tensors.items()}
@@ -179,3 +179,53 @@ def padded_batches(
                     for name, tensor in future.result().items()
                 },
             )
+
+
+# --- tokenization in worker processes ---------------------------------------------------
+
+# Worker processes a GPU job tokenizes in: half its CPUs, at most this many.
+MAX_TOKENIZER_PROCESSES = 4
+
+_worker: Any = None
+
+
+def tokenizer_processes() -> int:
+    """Tokenizer processes for this job (``sched_getaffinity``: a SLURM job's CPUs)."""
+    return max(1, min(MAX_TOKENIZER_PROCESSES, len(os.sched_getaffinity(0)) // 2))
+
+
+class TokenizerPool:
+    """Runs methods of a picklable tokenizing object in spawned worker processes.
+
+    A thread would do for the Rust tokenizer itself, but turning its output into Python
+    lists and arrays holds the GIL, and the thread that launches the GPU's kernels then
+    waits for it at every switch: on a GPU the model idled more than half the time.
+    Processes hand back numpy arrays, which cost the model's thread nothing.
+    """
+
+    def __init__(self, worker: Any, processes: int) -> None:
+        import multiprocessing
+
+        self.processes = processes
+        self._pool = concurrent.futures.ProcessPoolExecutor(
+            processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_install_worker,
+            initargs=(worker,),
+        )
+
+    def submit(self, method: str, *args: Any) -> concurrent.futures.Future:
+        """``worker.method(*args)`` in a worker process."""
+        return self._pool.submit(_call_worker, method, *args)
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+
+def _install_worker(worker: Any) -> None:
+    global _worker
+    _worker = worker
+
+
+def _call_worker(method: str, *args: Any) -> Any:
+    return getattr(_worker, method)(*args)

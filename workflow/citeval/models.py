@@ -54,7 +54,13 @@ from typing import Any
 
 import numpy as np
 
-from citeval.batching import Tokens, padded_batches, token_budget_batches
+from citeval.batching import (
+    TokenizerPool,
+    Tokens,
+    padded_batches,
+    token_budget_batches,
+    tokenizer_processes,
+)
 from citeval.errors import CitevalError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -385,6 +391,56 @@ def aspire_pool(
 
 
 @dataclass
+class PaperTokenizer:
+    """Titles and abstracts to :class:`~citeval.batching.Tokens` (picklable: it runs in
+    tokenizer processes on a GPU).
+
+    Texts go to the tokenizer ``TOKENIZE_BATCH`` at a time: its per-token Rust objects
+    (strings, offsets, the truncated overflow) take ~100 bytes a token, so a whole chunk
+    at once would cost hundreds of MB that the allocator keeps afterwards. ASPIRE's
+    inputs carry each token's sentence (``extra["sentence"]``).
+    """
+
+    tokenizer: Any
+    max_length: int
+    aspire: bool
+
+    def texts(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> list[str]:
+        sep = self.tokenizer.sep_token
+        return [
+            build_text(title, abstract, sep)
+            for title, abstract in zip(titles, abstracts, strict=True)
+        ]
+
+    def __call__(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Tokens:
+        sep = self.tokenizer.sep_token
+        parts: list[Tokens] = []
+        for begin in range(0, len(titles), TOKENIZE_BATCH):
+            part_titles = titles[begin : begin + TOKENIZE_BATCH]
+            part_abstracts = abstracts[begin : begin + TOKENIZE_BATCH]
+            encoding = self.tokenizer(
+                self.texts(part_titles, part_abstracts),
+                truncation=True,
+                max_length=self.max_length,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+                return_offsets_mapping=self.aspire,
+            )
+            extra = {}
+            if self.aspire:
+                extra["sentence"] = [
+                    token_sentences(offsets, sentence_spans(title, abstract, sep))
+                    for offsets, title, abstract in zip(
+                        encoding["offset_mapping"], part_titles, part_abstracts, strict=True
+                    )
+                ]
+            parts.append(Tokens.from_lists(encoding["input_ids"], extra))
+            del encoding
+        return Tokens.concatenate(parts)
+
+
+@dataclass
 class Encoded:
     """Vectors of one call: row ``k`` belongs to input ``paper_index[k]``.
 
@@ -475,6 +531,12 @@ class Encoder:
         self.dim = int(self.model.config.hidden_size)
         self.max_length = self._max_length()
         self._torch = torch
+        self.paper_tokenizer = PaperTokenizer(self.tokenizer, self.max_length, spec.multi_vector)
+        self._pool = (
+            TokenizerPool(self.paper_tokenizer, tokenizer_processes())
+            if self.device.type == "cuda"
+            else None
+        )
         log.info(
             "loaded %s from %s: dim=%d pooling=%s max_length=%d device=%s dtype=%s",
             spec.name,
@@ -519,46 +581,24 @@ class Encoder:
         return limit
 
     def texts(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> list[str]:
-        sep = self.tokenizer.sep_token
-        return [
-            build_text(title, abstract, sep)
-            for title, abstract in zip(titles, abstracts, strict=True)
-        ]
+        return self.paper_tokenizer.texts(titles, abstracts)
 
     def prepare(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Tokens:
         """Tokenise (CPU only; safe to run in a thread while the model works on a batch).
 
-        Texts go to the tokenizer ``TOKENIZE_BATCH`` at a time: its per-token Rust objects
-        (strings, offsets, the truncated overflow) take ~100 bytes a token, so a whole
-        chunk at once would cost hundreds of MB that the allocator keeps afterwards.
-        ASPIRE's inputs carry each token's sentence (``extra["sentence"]``).
+        On CUDA the papers are split over the tokenizer processes
+        (:class:`citeval.batching.TokenizerPool`); elsewhere they are tokenized here.
         """
-        aspire = self.spec.multi_vector
-        sep = self.tokenizer.sep_token
-        parts: list[Tokens] = []
-        for begin in range(0, len(titles), TOKENIZE_BATCH):
-            part_titles = titles[begin : begin + TOKENIZE_BATCH]
-            part_abstracts = abstracts[begin : begin + TOKENIZE_BATCH]
-            encoding = self.tokenizer(
-                self.texts(part_titles, part_abstracts),
-                truncation=True,
-                max_length=self.max_length,
-                padding=False,
-                return_attention_mask=False,
-                return_token_type_ids=False,
-                return_offsets_mapping=aspire,
+        if self._pool is None:
+            return self.paper_tokenizer(titles, abstracts)
+        size = -(-len(titles) // self._pool.processes) or 1
+        pieces = [
+            self._pool.submit(
+                "__call__", titles[begin : begin + size], abstracts[begin : begin + size]
             )
-            extra = {}
-            if aspire:
-                extra["sentence"] = [
-                    token_sentences(offsets, sentence_spans(title, abstract, sep))
-                    for offsets, title, abstract in zip(
-                        encoding["offset_mapping"], part_titles, part_abstracts, strict=True
-                    )
-                ]
-            parts.append(Tokens.from_lists(encoding["input_ids"], extra))
-            del encoding
-        return Tokens.concatenate(parts)
+            for begin in range(0, len(titles), size)
+        ]
+        return Tokens.concatenate([piece.result() for piece in pieces])
 
     def batches(self, tokens: Tokens) -> list[np.ndarray]:
         """Length-sorted batches within the spec's token budget (and batch size cap)."""
@@ -590,7 +630,7 @@ class Encoder:
         )
         with torch.inference_mode():
             for members, inputs in batches:
-                members_t = torch.from_numpy(members).to(self.device)
+                members_t = inputs.pop("members")
                 attention = inputs["attention_mask"]
                 if aspire:
                     out = self.model(

@@ -8,6 +8,7 @@ way for both, so a checkpoint, a seed or a step limit means the same in either.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -74,9 +75,24 @@ def loop_arguments(
         "save_total_limit": 1,
         "logging_steps": logging_steps,
         "report_to": "none",
-        "dataloader_num_workers": CUDA_LOADER_WORKERS if on_cuda else 0,
+        "dataloader_num_workers": _loader_workers(on_cuda),
         "dataloader_pin_memory": on_cuda,
     }
+
+
+def _loader_workers(on_cuda: bool) -> int:
+    """Forked loader workers on CUDA, unless the tokenizer was told to stay parallel after
+    a fork (``TOKENIZERS_PARALLELISM=true``): its thread pool then deadlocks in the
+    workers, and training hangs at its first step without a word."""
+    if not on_cuda:
+        return 0
+    if os.environ.get("TOKENIZERS_PARALLELISM", "").lower() in ("1", "true"):
+        LOG.warning(
+            "TOKENIZERS_PARALLELISM=true: the data-loader workers would deadlock in the "
+            "tokenizer; tokenizing in the main process instead"
+        )
+        return 0
+    return CUDA_LOADER_WORKERS
 
 
 def precision(device: Any) -> str:

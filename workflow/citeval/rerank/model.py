@@ -45,13 +45,21 @@ equal ``CrossEncoder.predict`` on the cut texts (tests/test_rerank_model.py).
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from citeval.batching import Tokens, padded_batches, token_budget_batches
+from citeval.batching import (
+    TokenizerPool,
+    Tokens,
+    padded_batches,
+    token_budget_batches,
+    tokenizer_processes,
+)
 from citeval.errors import CitevalError
 from citeval.models import (
     build_text,
@@ -119,8 +127,9 @@ def load_cross_encoder(
     return model
 
 
-QUERY = object()
-CANDIDATE = object()
+# Template segments that stand for the texts (strings: the template is pickled).
+QUERY = "query"
+CANDIDATE = "candidate"
 
 
 def pair_template(tokenizer: Any) -> list[tuple[Any, int]]:
@@ -148,6 +157,123 @@ def pair_template(tokenizer: Any) -> list[tuple[Any, int]]:
         template.append((segment, int(types[position])))
         position = end
     return template
+
+
+@dataclass
+class PairTokenizer:
+    """Cuts each side of a pair to its token budget and joins them into model inputs
+    (picklable: it runs in tokenizer processes on a GPU)."""
+
+    tokenizer: Any
+    query_text_tokens: int
+    candidate_text_tokens: int
+    specials: int
+    template: list[tuple[Any, int]]
+    token_types: bool
+
+    def _ids(self, texts: Sequence[str], limit: int) -> list[list[int]]:
+        if not texts:
+            return []
+        encoding = self.tokenizer(
+            list(texts), add_special_tokens=False, truncation=True, max_length=limit + 1
+        )
+        return encoding["input_ids"]
+
+    def truncate(self, texts: Sequence[str], budget: int) -> tuple[list[str], list[np.ndarray]]:
+        """Each text cut to at most ``budget`` tokens, and its token ids after the cut.
+
+        A text that appears several times (a query in all its pairs) is tokenized once.
+        """
+        cut: dict[str, tuple[str, np.ndarray]] = {}
+        todo = sorted(set(texts))
+        for start in range(0, len(todo), TOKENIZE_BATCH):
+            part = todo[start : start + TOKENIZE_BATCH]
+            # One token past the budget tells whether the text must be cut.
+            encoding = self.tokenizer(
+                part,
+                add_special_tokens=False,
+                return_offsets_mapping=True,
+                truncation=True,
+                max_length=budget + 1,
+            )
+            too_long: dict[str, tuple[str, Sequence[Sequence[int]]]] = {}
+            for text, ids, offsets in zip(
+                part, encoding["input_ids"], encoding["offset_mapping"], strict=True
+            ):
+                if len(ids) <= budget:
+                    cut[text] = (text, np.asarray(ids, dtype=np.int32))
+                else:
+                    too_long[text] = (text[: int(offsets[budget - 1][1])], offsets)
+            # The cut texts, re-tokenized in one call: WordPiece keeps their tokens.
+            shortened = [short for short, _ in too_long.values()]
+            for text, ids in zip(too_long, self._ids(shortened, budget), strict=True):
+                short, offsets = too_long[text]
+                if len(ids) <= budget:
+                    cut[text] = (short, np.asarray(ids, dtype=np.int32))
+                else:
+                    cut[text] = self._cut_earlier(text, offsets, budget)
+        return [cut[t][0] for t in texts], [cut[t][1] for t in texts]
+
+    def _cut_earlier(
+        self, text: str, offsets: Sequence[Sequence[int]], budget: int
+    ) -> tuple[str, np.ndarray]:
+        """For a tokenizer that is not prefix-stable: cut a token earlier until the cut
+        text fits the budget."""
+        for keep in range(budget - 1, 0, -1):
+            cut = text[: int(offsets[keep - 1][1])]
+            ids = self._ids([cut], budget)[0]
+            if len(ids) <= budget:
+                return cut, np.asarray(ids, dtype=np.int32)
+        return "", np.zeros(0, dtype=np.int32)
+
+    def prepare(
+        self, queries: Sequence[str], candidates: Sequence[str]
+    ) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """Cut each side to its budget; return the text pairs and their token lengths."""
+        query_texts, query_ids = self.truncate(queries, self.query_text_tokens)
+        candidate_texts, candidate_ids = self.truncate(candidates, self.candidate_text_tokens)
+        lengths = np.fromiter(
+            (
+                len(q) + len(c) + self.specials
+                for q, c in zip(query_ids, candidate_ids, strict=True)
+            ),
+            dtype=np.int64,
+            count=len(query_ids),
+        )
+        return list(zip(query_texts, candidate_texts, strict=True)), lengths
+
+    def tokenize(self, queries: Sequence[str], candidates: Sequence[str]) -> Tokens:
+        """The pairs' model inputs: each side cut to its budget and tokenized once, then
+        joined with the tokenizer's special tokens (CPU only; safe in a thread)."""
+        _, query_ids = self.truncate(queries, self.query_text_tokens)
+        _, candidate_ids = self.truncate(candidates, self.candidate_text_tokens)
+        template = self.template
+        count = len(query_ids)
+        pieces: list[np.ndarray] = []
+        piece_types: list[int] = []
+        for query, candidate in zip(query_ids, candidate_ids, strict=True):
+            for segment, token_type in template:
+                pieces.append(
+                    segment
+                    if not isinstance(segment, str)
+                    else query
+                    if segment == QUERY
+                    else candidate
+                )
+                piece_types.append(token_type)
+        piece_lengths = np.fromiter(
+            (len(piece) for piece in pieces), dtype=np.int64, count=len(pieces)
+        )
+        pair_lengths = piece_lengths.reshape(count, len(template)).sum(axis=1)
+        starts = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(pair_lengths, out=starts[1:])
+        ids = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+        extra = {}
+        if self.token_types:
+            extra["token_type_ids"] = np.repeat(
+                np.asarray(piece_types, dtype=np.int32), piece_lengths
+            )
+        return Tokens(ids=ids.astype(np.int32, copy=False), starts=starts, extra=extra)
 
 
 class Reranker:
@@ -205,8 +331,19 @@ class Reranker:
                 f"query_tokens={query_tokens} and candidate_tokens={candidate_tokens} leave no "
                 f"room for text next to the {specials} special tokens of a pair"
             )
-        self.token_types = "token_type_ids" in self.tokenizer.model_input_names
-        self._template = pair_template(self.tokenizer)
+        self.pairs = PairTokenizer(
+            tokenizer=self.tokenizer,
+            query_text_tokens=self.query_text_tokens,
+            candidate_text_tokens=self.candidate_text_tokens,
+            specials=specials,
+            template=pair_template(self.tokenizer),
+            token_types="token_type_ids" in self.tokenizer.model_input_names,
+        )
+        # On CUDA the next chunks are tokenized in processes; elsewhere in one thread.
+        self._pool = (
+            TokenizerPool(self.pairs, tokenizer_processes()) if self.device.type == "cuda" else None
+        )
+        self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self.activation = self.model.activation_fn
         self.pairs_scored = 0
 
@@ -214,100 +351,39 @@ class Reranker:
         """A paper's side of the pair: ``title + sep_token + abstract``."""
         return build_text(title, abstract, self.sep)
 
-    def _ids(self, texts: Sequence[str], limit: int) -> list[list[int]]:
-        encoding = self.tokenizer(
-            list(texts), add_special_tokens=False, truncation=True, max_length=limit + 1
-        )
-        return encoding["input_ids"]
-
-    def truncate(self, texts: Sequence[str], budget: int) -> tuple[list[str], list[np.ndarray]]:
-        """Each text cut to at most ``budget`` tokens, and its token ids after the cut.
-
-        A text that appears several times (a query in all its pairs) is tokenized once.
-        """
-        cut: dict[str, tuple[str, np.ndarray]] = {}
-        todo = sorted(set(texts))
-        for start in range(0, len(todo), TOKENIZE_BATCH):
-            part = todo[start : start + TOKENIZE_BATCH]
-            # One token past the budget tells whether the text must be cut.
-            encoding = self.tokenizer(
-                part,
-                add_special_tokens=False,
-                return_offsets_mapping=True,
-                truncation=True,
-                max_length=budget + 1,
-            )
-            for text, ids, offsets in zip(
-                part, encoding["input_ids"], encoding["offset_mapping"], strict=True
-            ):
-                if len(ids) <= budget:
-                    cut[text] = (text, np.asarray(ids, dtype=np.int32))
-                else:
-                    cut[text] = self._cut_text(text, offsets, budget)
-        return [cut[t][0] for t in texts], [cut[t][1] for t in texts]
-
-    def _cut_text(
-        self, text: str, offsets: Sequence[Sequence[int]], budget: int
-    ) -> tuple[str, np.ndarray]:
-        keep = budget
-        while keep > 0:
-            cut = text[: int(offsets[keep - 1][1])]
-            ids = self._ids([cut], budget)[0]
-            if len(ids) <= budget:
-                return cut, np.asarray(ids, dtype=np.int32)
-            keep -= 1  # not prefix-stable (not WordPiece): one token earlier
-        return "", np.zeros(0, dtype=np.int32)
-
-    def prepare(
-        self, queries: Sequence[str], candidates: Sequence[str]
-    ) -> tuple[list[tuple[str, str]], np.ndarray]:
-        """Cut each side to its budget; return the text pairs and their token lengths."""
-        query_texts, query_ids = self.truncate(queries, self.query_text_tokens)
-        candidate_texts, candidate_ids = self.truncate(candidates, self.candidate_text_tokens)
-        lengths = np.fromiter(
-            (
-                len(q) + len(c) + self.specials
-                for q, c in zip(query_ids, candidate_ids, strict=True)
-            ),
-            dtype=np.int64,
-            count=len(query_ids),
-        )
-        return list(zip(query_texts, candidate_texts, strict=True)), lengths
-
     def features(self, queries: Sequence[str], candidates: Sequence[str]) -> dict[str, Any]:
         """The model's input tensors for these pairs (after the per-side cut), as
         CrossEncoder makes them from the cut texts (training's input)."""
         pairs, _ = self.prepare(queries, candidates)
         return self.model.preprocess(pairs)
 
+    def truncate(self, texts: Sequence[str], budget: int) -> tuple[list[str], list[np.ndarray]]:
+        """:meth:`PairTokenizer.truncate`."""
+        return self.pairs.truncate(texts, budget)
+
+    def prepare(
+        self, queries: Sequence[str], candidates: Sequence[str]
+    ) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """:meth:`PairTokenizer.prepare`."""
+        return self.pairs.prepare(queries, candidates)
+
     def tokenize(self, queries: Sequence[str], candidates: Sequence[str]) -> Tokens:
-        """The pairs' model inputs: each side cut to its budget and tokenized once, then
-        joined with the tokenizer's special tokens (CPU only; safe in a thread)."""
-        _, query_ids = self.truncate(queries, self.query_text_tokens)
-        _, candidate_ids = self.truncate(candidates, self.candidate_text_tokens)
-        template = self._template
-        count = len(query_ids)
-        pieces: list[np.ndarray] = []
-        piece_types: list[int] = []
-        for query, candidate in zip(query_ids, candidate_ids, strict=True):
-            for segment, token_type in template:
-                pieces.append(
-                    query if segment is QUERY else candidate if segment is CANDIDATE else segment
-                )
-                piece_types.append(token_type)
-        piece_lengths = np.fromiter(
-            (len(piece) for piece in pieces), dtype=np.int64, count=len(pieces)
-        )
-        pair_lengths = piece_lengths.reshape(count, len(template)).sum(axis=1)
-        starts = np.zeros(count + 1, dtype=np.int64)
-        np.cumsum(pair_lengths, out=starts[1:])
-        ids = np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
-        extra = {}
-        if self.token_types:
-            extra["token_type_ids"] = np.repeat(
-                np.asarray(piece_types, dtype=np.int32), piece_lengths
-            )
-        return Tokens(ids=ids.astype(np.int32, copy=False), starts=starts, extra=extra)
+        """:meth:`PairTokenizer.tokenize`."""
+        return self.pairs.tokenize(queries, candidates)
+
+    def tokenize_ahead(
+        self, queries: Sequence[str], candidates: Sequence[str]
+    ) -> concurrent.futures.Future:
+        """:meth:`tokenize` started in a tokenizer process (CUDA) or a thread, to overlap
+        the model's work on the chunk before."""
+        if self._pool is not None:
+            return self._pool.submit("tokenize", queries, candidates)
+        return self._thread.submit(self.tokenize, queries, candidates)
+
+    @property
+    def chunks_ahead(self) -> int:
+        """Chunks worth tokenizing ahead: one per tokenizer process."""
+        return 1 if self._pool is None else self._pool.processes
 
     def score_tokens(self, tokens: Tokens, progress: Any | None = None) -> np.ndarray:
         """p(relevant) of each tokenized pair, float32, in input order.
@@ -331,10 +407,9 @@ class Reranker:
                 device=self.device,
                 extra_pad={"token_type_ids": 0},
             ):
+                rows = inputs.pop("members")
                 logits = network(**inputs).logits.float()
-                scores[torch.from_numpy(members).to(self.device)] = self.activation(logits).reshape(
-                    -1
-                )
+                scores[rows] = self.activation(logits).reshape(-1)
                 if progress is not None:
                     progress.update(len(members))
         self.pairs_scored += len(tokens)

@@ -36,7 +36,7 @@ any query: prefetch deeper or lower K); a query or candidate not in ``--papers``
 
 from __future__ import annotations
 
-import concurrent.futures
+import collections
 import logging
 import os
 import time
@@ -103,29 +103,29 @@ def score_pairs(
     """Cross-encoder scores of each query's top ``depth`` candidates, each pair once.
 
     Queries are scored in chunks of about ``chunk_pairs`` pairs, so memory stays bounded
-    on deep runs; the next chunk is tokenized in a thread (the Rust tokenizer releases the
-    GIL) while the model scores this one.
+    on deep runs; the next chunks are tokenized (:meth:`Reranker.tokenize_ahead`) while
+    the model scores this one.
     """
     from tqdm import tqdm
-
-    def tokenize(chunk: tuple[list[str], list[str], list[str], list[int]]) -> tuple:
-        members, queries, candidates, bounds = chunk
-        return members, bounds, reranker.tokenize(queries, candidates)
 
     total = sum(min(depth, len(ranked)) for ranked in run.values())
     result: dict[str, np.ndarray] = {}
     chunks = _query_chunks(run, texts, reranker, depth, chunk_pairs)
-    with (
-        tqdm(total=total, unit="pair", desc="rerank", mininterval=5.0) as bar,
-        concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool,
-    ):
-        following = next(chunks, None)
-        pending = pool.submit(tokenize, following) if following is not None else None
-        while pending is not None:
-            members, bounds, tokens = pending.result()
-            following = next(chunks, None)
-            pending = pool.submit(tokenize, following) if following is not None else None
-            scores = reranker.score_tokens(tokens, progress=bar)
+    pending: collections.deque = collections.deque()
+
+    def tokenize_next() -> None:
+        chunk = next(chunks, None)
+        if chunk is not None:
+            members, queries, candidates, bounds = chunk
+            pending.append((members, bounds, reranker.tokenize_ahead(queries, candidates)))
+
+    with tqdm(total=total, unit="pair", desc="rerank", mininterval=5.0) as bar:
+        for _ in range(reranker.chunks_ahead):
+            tokenize_next()
+        while pending:
+            members, bounds, tokens = pending.popleft()
+            tokenize_next()
+            scores = reranker.score_tokens(tokens.result(), progress=bar)
             for i, member in enumerate(members):
                 result[member] = scores[bounds[i] : bounds[i + 1]]
     return result
