@@ -251,15 +251,10 @@ class PairTokenizer:
         count = len(query_ids)
         pieces: list[np.ndarray] = []
         piece_types: list[int] = []
-        for query, candidate in zip(query_ids, candidate_ids, strict=True):
+        side = {QUERY: 0, CANDIDATE: 1}
+        for pair in zip(query_ids, candidate_ids, strict=True):
             for segment, token_type in template:
-                pieces.append(
-                    segment
-                    if not isinstance(segment, str)
-                    else query
-                    if segment == QUERY
-                    else candidate
-                )
+                pieces.append(pair[side[segment]] if isinstance(segment, str) else segment)
                 piece_types.append(token_type)
         piece_lengths = np.fromiter(
             (len(piece) for piece in pieces), dtype=np.int64, count=len(pieces)
