@@ -258,6 +258,13 @@ def test_split_sentences_is_deterministic_and_keeps_abbreviations() -> None:
 # --- loading --------------------------------------------------------------------------
 
 
+def test_model_spec_defaults_are_the_schemas() -> None:
+    # models.py mirrors them so that a bare --model-json behaves like a validated config.
+    from citeval.models import SPEC_DEFAULTS
+
+    assert SPEC_DEFAULTS == {key: schema_default(f"models.*.{key}") for key in SPEC_DEFAULTS}
+
+
 def test_model_spec_defaults_and_validation() -> None:
     spec = ModelSpec.from_config("m", {"path": "x", "pooling": "cls"})
     assert spec.to_config() == {
