@@ -121,6 +121,7 @@ def run_throughput(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "mode": "throughput",
         "model": spec.name,
         "spec": spec.to_config(),
+        "batch_tokens": encoder.batch_tokens,
         "device": str(encoder.device),
         "dtype": str(encoder.dtype).removeprefix("torch."),
         "max_length": encoder.max_length,

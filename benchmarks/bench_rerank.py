@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "head": "fresh (random), one label",
         "device": str(device),
         "dtype": str(reranker.dtype).removeprefix("torch."),
-        "batch_tokens": args.batch_tokens,
+        "batch_tokens": reranker.batch_tokens,
         "query_tokens": args.query_tokens,
         "candidate_tokens": args.candidate_tokens,
         "batch_size": args.batch_size,
@@ -329,7 +329,9 @@ def main() -> None:
     parser.add_argument(
         "--batch-size", type=int, default=32, help="plain predict's batch; the reranker's cap"
     )
-    parser.add_argument("--batch-tokens", type=int, default=65_536, help="the reranker's budget")
+    parser.add_argument(
+        "--batch-tokens", type=int, help="the reranker's budget (default: the device's)"
+    )
     parser.add_argument("--query-tokens", type=int, default=256)
     parser.add_argument("--candidate-tokens", type=int, default=256)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")

@@ -48,7 +48,7 @@ def test_defaults_fill_inside_a_registry_entry_and_a_partial_synthetic_section()
         "synthetic": {"num_papers": 500},
     }
     config = load_config(raw)
-    assert config.models["m"].batch_tokens == schema_default("models.*.batch_tokens") == 65536
+    assert config.models["m"].batch_tokens is schema_default("models.*.batch_tokens") is None
     assert config.models["m"].batch_size is None
     assert config.corpus.synthetic.num_shards == schema_default("corpus.synthetic.num_shards")
 

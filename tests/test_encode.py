@@ -262,7 +262,7 @@ def test_model_spec_defaults_are_the_schemas() -> None:
     # models.py mirrors them so that a bare --model-json behaves like a validated config.
     from citeval.models import SPEC_DEFAULTS
 
-    assert SPEC_DEFAULTS == {key: schema_default(f"models.*.{key}") for key in SPEC_DEFAULTS}
+    assert {key: schema_default(f"models.*.{key}") for key in SPEC_DEFAULTS} == SPEC_DEFAULTS
 
 
 def test_model_spec_defaults_and_validation() -> None:
@@ -271,7 +271,7 @@ def test_model_spec_defaults_and_validation() -> None:
         "path": "x",
         "pooling": "cls",
         "max_length": 512,
-        "batch_tokens": 65536,
+        "batch_tokens": None,
         "batch_size": None,
         "dtype": "auto",
         "similarity": "ip",

@@ -132,7 +132,7 @@ class ModelEntry(Section):
     path: str
     pooling: Literal["cls", "mean", "aspire"]
     max_length: int
-    batch_tokens: int
+    batch_tokens: int | None
     batch_size: int | None
     dtype: Literal["auto", "float32", "float16", "bfloat16"]
     similarity: Literal["ip", "l2", "cosine"]
@@ -227,7 +227,7 @@ class Rerank(Section):
     candidate_tokens: int
     first_stages: list[str]
     ks: list[int]
-    batch_tokens: int
+    batch_tokens: int | None
     batch_size: int | None
     dtype: Literal["auto", "float32", "float16", "bfloat16"]
     device: str

@@ -75,7 +75,7 @@ PACKAGE_PREFIX = "package:"
 # schema validation behaves the same as a validated one.
 SPEC_DEFAULTS: dict[str, Any] = {
     "max_length": 512,
-    "batch_tokens": 65_536,
+    "batch_tokens": None,
     "batch_size": None,
     "dtype": "auto",
     "similarity": "ip",
@@ -97,7 +97,7 @@ class ModelSpec:
     path: str
     pooling: str
     max_length: int = SPEC_DEFAULTS["max_length"]
-    batch_tokens: int = SPEC_DEFAULTS["batch_tokens"]
+    batch_tokens: int | None = SPEC_DEFAULTS["batch_tokens"]
     batch_size: int | None = SPEC_DEFAULTS["batch_size"]
     dtype: str = SPEC_DEFAULTS["dtype"]
     similarity: str = SPEC_DEFAULTS["similarity"]
@@ -125,7 +125,7 @@ class ModelSpec:
         _check_choice(where, "similarity", values["similarity"], SIMILARITIES)
         for key, minimum in (("max_length", 8), ("batch_tokens", 8), ("batch_size", 1)):
             value = values[key]
-            if key == "batch_size" and value is None:
+            if key in ("batch_tokens", "batch_size") and value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ConfigError(f"{where}.{key} must be an integer >= {minimum}, got {value!r}")
@@ -251,6 +251,20 @@ def resolve_dtype(dtype: str, device: Any) -> Any:
     if dtype == "auto":
         return torch.float16 if device.type == "cuda" else torch.float32
     return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+
+
+# Token budgets of a batch when the config leaves them to the device: on a GPU big
+# batches keep it busy (BERT-base at 512 tokens: 128 inputs in about 1.5 GB); on a CPU
+# they only cost memory and speed, so the budget is 32 inputs at 512 tokens.
+CUDA_BATCH_TOKENS = 65_536
+CPU_BATCH_TOKENS = 16_384
+
+
+def resolve_batch_tokens(batch_tokens: int | None, device: Any) -> int:
+    """The configured token budget, or the device's (``None``)."""
+    if batch_tokens is not None:
+        return batch_tokens
+    return CUDA_BATCH_TOKENS if device.type == "cuda" else CPU_BATCH_TOKENS
 
 
 # --- text and sentences ---------------------------------------------------------------
@@ -530,6 +544,7 @@ class Encoder:
         self.model.eval()
         self.dim = int(self.model.config.hidden_size)
         self.max_length = self._max_length()
+        self.batch_tokens = resolve_batch_tokens(spec.batch_tokens, self.device)
         self._torch = torch
         self.paper_tokenizer = PaperTokenizer(self.tokenizer, self.max_length, spec.multi_vector)
         self._pool = (
@@ -602,7 +617,7 @@ class Encoder:
 
     def batches(self, tokens: Tokens) -> list[np.ndarray]:
         """Length-sorted batches within the spec's token budget (and batch size cap)."""
-        return token_budget_batches(tokens.lengths, self.spec.batch_tokens, self.spec.batch_size)
+        return token_budget_batches(tokens.lengths, self.batch_tokens, self.spec.batch_size)
 
     def run(self, tokens: Tokens, progress: Any | None = None) -> Encoded:
         """Encode prepared inputs in token-budget batches and restore the input order.

@@ -63,6 +63,7 @@ from citeval.batching import (
 from citeval.errors import CitevalError
 from citeval.models import (
     build_text,
+    resolve_batch_tokens,
     resolve_device,
     resolve_dtype,
     resolve_model_path,
@@ -287,7 +288,7 @@ class Reranker:
         *,
         query_tokens: int,
         candidate_tokens: int,
-        batch_tokens: int,
+        batch_tokens: int | None,
         batch_size: int | None,
         dtype: str,
         device: str,
@@ -298,7 +299,7 @@ class Reranker:
         self.device = resolve_device(device)
         self.query_tokens = query_tokens
         self.candidate_tokens = candidate_tokens
-        self.batch_tokens = batch_tokens
+        self.batch_tokens = resolve_batch_tokens(batch_tokens, self.device)
         self.batch_size = batch_size
         self.model = model or load_cross_encoder(
             path,

@@ -177,7 +177,8 @@ def rerank(
     """Rerank ``run_path`` for every K, write each K's run and the timing; return timing.
 
     With ``model`` (a folder to load), ``query_tokens``, ``candidate_tokens``,
-    ``batch_tokens``, ``dtype`` and ``device`` are required, ``batch_size`` optional (None: no cap):
+    ``dtype`` and ``device`` are required, ``batch_tokens`` (None: the device's) and
+    ``batch_size`` (None: no cap) optional:
     they are the config's ``rerank.*`` settings and have no default here (the schema's
     are the only ones). With a loaded ``reranker`` they are its own and must be left out.
     """
@@ -206,7 +207,9 @@ def rerank(
         if model is None:
             raise CitevalError("give a model folder or a loaded reranker")
         missing = [
-            name for name, value in scoring.items() if value is None and name != "batch_size"
+            name
+            for name, value in scoring.items()
+            if value is None and name not in ("batch_tokens", "batch_size")
         ]
         if missing:
             raise CitevalError(f"loading {model} needs {', '.join(missing)}")
