@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,3 +41,14 @@ def write_qrels(path: Path, qrels: Mapping[str, Sequence[str]]) -> Path:
     lines = [f"{q} 0 {d} 1\n" for q in sorted(qrels) for d in sorted(qrels[q])]
     path.write_text("".join(lines))
     return path
+
+
+def cpu_reranker(path: str | Path, tokens: int, **settings: Any) -> Any:
+    """A ``Reranker`` on the CPU with ``tokens`` per side and small scoring batches
+    (``settings`` override them: ``batch_size``, ``dtype``, ...)."""
+    from citeval.rerank.model import Reranker
+
+    scoring = {"batch_tokens": 2048, "batch_size": 32, "dtype": "auto", "device": "cpu"}
+    return Reranker(
+        str(path), query_tokens=tokens, candidate_tokens=tokens, **{**scoring, **settings}
+    )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from rerank_builder import cpu_reranker
 
 from citeval.mdcr.cli import main
 from citeval.mdcr.evaluate import evaluate_benchmark, format_summary
@@ -17,7 +18,7 @@ from citeval.mdcr.formats import (
     write_benchmark,
     write_data,
 )
-from citeval.rerank.model import Reranker, load_cross_encoder
+from citeval.rerank.model import load_cross_encoder
 
 BENCHMARK = {
     "Biology": {
@@ -58,15 +59,7 @@ def test_cross_encoder_scores_every_pair_and_round_trips_through_evaluate(
     scores = read_scores(output)
     assert set(scores) == {score_key(q, c) for q, c in iter_pairs(BENCHMARK)}
     # The same p(relevant) as the reranker gives each pair.
-    reranker = Reranker(
-        str(tmp_path / "ce"),
-        query_tokens=32,
-        candidate_tokens=32,
-        batch_tokens=2048,
-        batch_size=32,
-        dtype="auto",
-        device="cpu",
-    )
+    reranker = cpu_reranker(str(tmp_path / "ce"), 32)
     keys = sorted(scores)
     pairs = [key.split("_") for key in keys]
     expected = reranker.score(

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from rerank_builder import cpu_reranker
 
 from citeval.errors import CitevalError
 from citeval.rerank.model import Reranker, load_cross_encoder
@@ -15,15 +16,7 @@ from citeval.rerank.model import Reranker, load_cross_encoder
 @pytest.fixture(scope="module")
 def small(tiny_bert_dir: Path) -> Reranker:
     torch.manual_seed(0)
-    return Reranker(
-        str(tiny_bert_dir),
-        query_tokens=8,
-        candidate_tokens=8,
-        batch_tokens=2048,
-        batch_size=32,
-        dtype="auto",
-        device="cpu",
-    )
+    return cpu_reranker(str(tiny_bert_dir), 8)
 
 
 def _sides(reranker: Reranker, query: str, candidate: str) -> tuple[list[int], list[int]]:
@@ -67,15 +60,7 @@ def test_a_cut_inside_a_word_keeps_exactly_the_budget(small: Reranker) -> None:
 
 
 def test_the_paper_budgets_keep_both_sides_of_long_papers(tiny_bert_dir: Path) -> None:
-    reranker = Reranker(
-        str(tiny_bert_dir),
-        query_tokens=256,
-        candidate_tokens=256,
-        batch_tokens=2048,
-        batch_size=32,
-        dtype="auto",
-        device="cpu",
-    )
+    reranker = cpu_reranker(str(tiny_bert_dir), 256)
     title, abstract = "graph neural networks", "message passing " * 400
     query, candidate = _sides(
         reranker, reranker.text(title, abstract), reranker.text("cell science", "cells " * 400)
@@ -109,15 +94,7 @@ def test_a_saved_model_loads_back_with_the_same_scores(
     small: Reranker, tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
     small.model.save(str(tmp_path / "ce"))
-    loaded = Reranker(
-        str(tmp_path / "ce"),
-        query_tokens=8,
-        candidate_tokens=8,
-        batch_tokens=2048,
-        batch_size=32,
-        dtype="auto",
-        device="cpu",
-    )
+    loaded = cpu_reranker(str(tmp_path / "ce"), 8)
     pairs = (["cell graph", "the model"], ["graph", "protein model"])
     np.testing.assert_allclose(loaded.score(*pairs), small.score(*pairs), rtol=1e-6)
 
@@ -128,17 +105,9 @@ PAIR_TEXTS = (
 )
 
 
-def _reranker(path: str, dtype: str, *, batch_tokens: int = 2048, batch_size=None) -> Reranker:
+def _reranker(path: str, dtype: str, batch_tokens: int = 2048) -> Reranker:
     torch.manual_seed(0)
-    return Reranker(
-        path,
-        query_tokens=12,
-        candidate_tokens=12,
-        batch_tokens=batch_tokens,
-        batch_size=batch_size,
-        dtype=dtype,
-        device="cpu",
-    )
+    return cpu_reranker(path, 12, dtype=dtype, batch_tokens=batch_tokens, batch_size=None)
 
 
 def test_tokenize_gives_the_inputs_crossencoder_makes_of_the_cut_texts(

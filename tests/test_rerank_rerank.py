@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from rerank_builder import write_papers, write_ranked_run
+from rerank_builder import cpu_reranker, write_papers, write_ranked_run
 
 from citeval.errors import CitevalError, InputDataError
 from citeval.rerank.cli import main
@@ -68,15 +68,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _reranker(model_dir: Path) -> Reranker:
-    return Reranker(
-        str(model_dir),
-        query_tokens=16,
-        candidate_tokens=16,
-        batch_tokens=2048,
-        batch_size=64,
-        dtype="auto",
-        device="cpu",
-    )
+    return cpu_reranker(str(model_dir), 16, batch_size=64)
 
 
 def test_rerank_list_orders_the_top_k_by_score_ties_by_id_descending() -> None:

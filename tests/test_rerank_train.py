@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rerank_builder import write_papers, write_qrels, write_ranked_run
+from rerank_builder import cpu_reranker, write_papers, write_qrels, write_ranked_run
 
 from citeval import stages
 from citeval.config import load_config_file
@@ -120,16 +120,8 @@ def test_training_learns_a_separable_toy_task(
     import torch
 
     torch.manual_seed(settings.seed)
-    budgets = dict(
-        query_tokens=12,
-        candidate_tokens=12,
-        batch_tokens=2048,
-        batch_size=32,
-        dtype="auto",
-        device="cpu",
-    )
-    before = accuracy(Reranker(str(tiny_bert_dir), **budgets))
-    after = accuracy(Reranker(str(tmp_path / "out" / FINAL_DIR), **budgets))
+    before = accuracy(cpu_reranker(tiny_bert_dir, 12))
+    after = accuracy(cpu_reranker(tmp_path / "out" / FINAL_DIR, 12))
     assert after == 1.0 and after > before
     saved = json.loads((tmp_path / "out" / FINAL_DIR / TRAINING_JSON).read_text())
     assert saved["pairs"] == 48 and saved["positives"] == 12 and saved["steps"] == 36
@@ -291,8 +283,6 @@ def test_base_layers_keeps_the_first_layers_and_the_model_reloads_with_them(
 ) -> None:
     import json
 
-    from citeval.rerank.model import Reranker
-
     run, qrels, papers = inputs
     pairs, texts = load_training_data([run], [qrels], papers, top=10)
     settings = _settings(tiny_bert_dir, max_steps=2, base_layers=1)
@@ -305,15 +295,7 @@ def test_base_layers_keeps_the_first_layers_and_the_model_reloads_with_them(
     weights = _weights(model_dir)
     assert any(".layer.0." in key for key in weights)
     assert not any(".layer.1." in key for key in weights)
-    reranker = Reranker(
-        str(model_dir),
-        query_tokens=12,
-        candidate_tokens=12,
-        batch_tokens=2048,
-        batch_size=32,
-        dtype="auto",
-        device="cpu",
-    )
+    reranker = cpu_reranker(str(model_dir), 12)
     assert reranker.model.model.config.num_hidden_layers == 1
 
 
