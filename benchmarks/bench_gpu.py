@@ -70,7 +70,7 @@ SIZES = {
     "rerank_candidates": (1000, 8),
     "rerank_plain_pairs": (6144, 16),
     "rerank_chunk_pairs": (8192, 8),
-    "train_triplets": ((320, 960, 2240), (8, 8, 16)),
+    "train_triplets": ((320, 960, 2240), (8, 16, 24)),
     "train_ceiling_steps": (15, 2),
 }
 # Scientific abstracts are cut to SciBERT's 512 tokens; pairs get 256 + 256.

@@ -187,3 +187,29 @@ def test_a_tokenizer_that_is_not_prefix_stable_is_cut_a_token_earlier(
     monkeypatch.setattr(pairs, "_ids", grows_once_cut)
     texts, ids = pairs.truncate(["protein " * 40], 6)
     assert len(ids[0]) <= 6 and texts[0] == "protein " * 4 + "protein"
+
+
+def test_the_pair_template_keeps_each_special_tokens_own_type() -> None:
+    # XLNet's layout: A <sep> B <sep> <cls>, token types 0 0 1 1 2.
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    from citeval.rerank.model import CANDIDATE, QUERY, pair_template
+
+    vocab = {"<unk>": 0, "<sep>": 1, "<cls>": 2, "query": 3, "candidate": 4}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(
+        single="$A:0 <sep>:0 <cls>:2",
+        pair="$A:0 <sep>:0 $B:1 <sep>:1 <cls>:2",
+        special_tokens=[("<sep>", 1), ("<cls>", 2)],
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, sep_token="<sep>", cls_token="<cls>", unk_token="<unk>",
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    )  # fmt: skip
+    template = [
+        (segment if isinstance(segment, str) else segment.tolist(), token_type)
+        for segment, token_type in pair_template(tokenizer)
+    ]
+    assert template == [(QUERY, 0), ([1], 0), (CANDIDATE, 1), ([1], 1), ([2], 2)]

@@ -19,6 +19,7 @@ import collections
 import concurrent.futures
 import itertools
 import os
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -213,6 +214,8 @@ class TokenizerPool:
             initializer=_install_worker,
             initargs=(worker,),
         )
+        # The processes end with the object that owns the pool, not with the interpreter.
+        weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
 
     def submit(self, method: str, *args: Any) -> concurrent.futures.Future:
         """``worker.method(*args)`` in a worker process."""

@@ -41,6 +41,7 @@ def loop_arguments(
     batch: tuple[int, int],
     save_steps: int,
     logging_steps: int,
+    collator_tokenizes: bool = True,
 ) -> dict[str, Any]:
     """Training-arguments keywords from ``settings`` (``epochs``, ``max_steps``,
     ``learning_rate``, ``weight_decay``, ``warmup_steps``, ``seed``) and ``batch``
@@ -48,9 +49,10 @@ def loop_arguments(
 
     Linear warm-up and decay; the data order and the initialisation follow the seed, so a
     seed gives the same model on the same hardware. On CUDA: bf16 where the card has it,
-    else fp16 (mixed precision over float32 weights), and two data-loader workers that
-    tokenize the next batches while the GPU works (the order is the sampler's, in the main
-    process, either way). A checkpoint every ``save_steps``, the latest one kept.
+    else fp16 (mixed precision over float32 weights), and, when the data collator
+    tokenizes (``collator_tokenizes``), two data-loader workers that tokenize the next
+    batches while the GPU works (the order is the sampler's, in the main process, either
+    way). A checkpoint every ``save_steps``, the latest one kept.
     """
     on_cuda = device.type == "cuda"
     bf16 = on_cuda and _bf16_supported()
@@ -75,7 +77,7 @@ def loop_arguments(
         "save_total_limit": 1,
         "logging_steps": logging_steps,
         "report_to": "none",
-        "dataloader_num_workers": _loader_workers(on_cuda),
+        "dataloader_num_workers": _loader_workers(on_cuda and collator_tokenizes),
         "dataloader_pin_memory": on_cuda,
     }
 
@@ -122,8 +124,10 @@ def fitted_trainer(
     batch (micro-batch × accumulation, the optimizer's batch) is re-split into the
     largest micro-batch that trains within the card's memory: each candidate divisor is
     tried, from the whole batch down, on a worst-case batch (every text at the model's
-    length limit), with room left for the optimizer's state. The loss is a mean over the
-    batch, so the gradients, and the training, are those of the configured batch.
+    length limit, under the training's mixed precision), with room left for the
+    optimizer's state. The loss is a mean over the batch, so the gradients are those of
+    the configured batch, but for an epoch's last, ragged step (the trainer averages its
+    micro-batches' means, not its rows).
     """
     if device.type != "cuda" or not refit:
         return make_trainer(*batch), batch
@@ -159,11 +163,18 @@ def _fits(trainer: Any, micro_batch: int, device: Any) -> bool:
         try:
             inputs = _to_device(trainer.data_collator([row] * micro_batch), device)
             model.train()
-            with trainer.autocast_smart_context_manager():
+            # The training's mixed precision (the trainer applies it only inside train()).
+            half = torch.bfloat16 if trainer.args.bf16 else torch.float16
+            with torch.autocast("cuda", dtype=half, enabled=trainer.args.bf16 or trainer.args.fp16):
                 loss = trainer.compute_loss(model, inputs)
             loss.backward()
             peak = torch.cuda.max_memory_allocated(device)
-        except torch.OutOfMemoryError:
+        except RuntimeError as error:
+            # torch.OutOfMemoryError, or a library's allocation failure (cuBLAS, cuDNN).
+            if not isinstance(error, torch.OutOfMemoryError) and not any(
+                sign in str(error) for sign in ("out of memory", "ALLOC_FAILED")
+            ):
+                raise
             peak = None
         finally:
             model.zero_grad(set_to_none=True)

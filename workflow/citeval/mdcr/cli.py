@@ -32,7 +32,7 @@ compared (the pipeline passes them explicitly, also when ``mdcr.models`` is empt
     python -m citeval.mdcr score ... --model rrf --kind rrf --inputs a.json b.json --k 60 \
         --output scores/rrf.json
     python -m citeval.mdcr score ... --model ce --kind cross-encoder --model-dir OUT/model \
-        [--query-tokens 256 --candidate-tokens 256 --batch-size 64 --device auto] \
+        [--query-tokens 256 --candidate-tokens 256 --batch-tokens none --dtype auto] \
         --output scores/ce.json
 
 writes every pair's score in the published scores format (see citeval.mdcr.score). One

@@ -15,7 +15,8 @@ decide), ``--query-tokens``, ``--candidate-tokens``, ``--device``, ``--seed``.
         --timing timing.json [settings] [--threads N] [--tag-prefix ce-k]
 
 writes one reranked run per K and the timing JSON; see :mod:`citeval.rerank.rerank`.
-Settings: ``--query-tokens``, ``--candidate-tokens``, ``--batch-size``, ``--device``.
+Settings: ``--query-tokens``, ``--candidate-tokens``, ``--batch-tokens``, ``--batch-size``,
+``--dtype``, ``--device``.
 
     python -m citeval.rerank tradeoff --first-stage NAME BENCHMARK_TSV [BENCHMARK_TSV ...] \
         --entry NAME K METRICS_TSV [TIMING_JSON] [--entry ...] --output-dir DIR [--title T]

@@ -149,7 +149,9 @@ def pair_template(tokenizer: Any) -> list[tuple[Any, int]]:
     while position < len(ids):
         which = sequence[position]
         end = position
-        while end < len(ids) and sequence[end] == which:
+        # A segment is a run of one text (or of special tokens) with one token type: a
+        # template may give the specials after a text different types (XLNet's <cls>).
+        while end < len(ids) and sequence[end] == which and types[end] == types[position]:
             end += 1
         if which is None:
             segment: Any = np.asarray(ids[position:end], dtype=np.int32)

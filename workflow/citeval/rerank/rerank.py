@@ -5,9 +5,9 @@
         --outputs bm25.ce100.trec bm25.ce200.trec bm25.ce1000.trec --timing timing.json \
         [settings] [--tag-prefix ce-k]
 
-The settings (``--query-tokens``, ``--candidate-tokens``, ``--batch-size``, ``--device``)
-are the config's ``rerank.*`` keys (:data:`citeval.stages.RERANK`), with the schema's
-defaults (:mod:`citeval.rerank.cli`).
+The settings (``--query-tokens``, ``--candidate-tokens``, ``--batch-tokens``,
+``--batch-size``, ``--dtype``, ``--device``) are the config's ``rerank.*`` keys
+(:data:`citeval.stages.RERANK`), with the schema's defaults (:mod:`citeval.rerank.cli`).
 
 Query texts are the query papers' title + abstract from ``--papers`` (query ids are paper
 ids), like the candidates'.

@@ -266,6 +266,8 @@ def _trainer(
                 batch=(micro_batch, accumulation),
                 save_steps=save_steps,
                 logging_steps=logging_steps,
+                # CrossEncoder's collator hands the texts on; its loss tokenizes them.
+                collator_tokenizes=False,
             ),
             # The paper's optimizer: Adam(W) with these betas and epsilon, gradients clipped;
             # on CUDA the fused kernel (the same update in one launch).
