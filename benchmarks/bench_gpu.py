@@ -128,8 +128,8 @@ def bench_encode(
         for begin in range(0, len(papers), DEFAULT_CHUNK_SIZE):
             yield pa.table(
                 {
-                    "paper_id": [f"p{begin + i}" for i in range(len(titles[begin:]))][
-                        :DEFAULT_CHUNK_SIZE
+                    "paper_id": [
+                        f"p{i}" for i in range(begin, min(begin + DEFAULT_CHUNK_SIZE, len(papers)))
                     ],
                     "title": titles[begin : begin + DEFAULT_CHUNK_SIZE],
                     "abstract": abstracts[begin : begin + DEFAULT_CHUNK_SIZE],

@@ -200,10 +200,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pairs, lengths = reranker.prepare(queries, candidates)
     prepare_seconds = time.perf_counter() - started
     query_lengths = np.asarray(
-        [len(ids) for ids in reranker.truncate(queries, reranker.query_text_tokens)[1]]
+        [len(ids) for ids in reranker.pairs.truncate(queries, reranker.query_text_tokens)[1]]
     )
     candidate_lengths = np.asarray(
-        [len(ids) for ids in reranker.truncate(candidates, reranker.candidate_text_tokens)[1]]
+        [len(ids) for ids in reranker.pairs.truncate(candidates, reranker.candidate_text_tokens)[1]]
     )
     raw_lengths = np.asarray(
         [len(ids) for ids in reranker.pairs._ids(candidates, 4 * reranker.candidate_text_tokens)]

@@ -149,6 +149,7 @@ def _fits(trainer: Any, micro_batch: int, device: Any) -> bool:
     """Whether a forward and backward pass of ``micro_batch`` worst-case rows fits, with
     the optimizer's two float32 moments per weight on top."""
     import torch
+    from sentence_transformers.util import batch_to_device
 
     row = {
         key: WORST_CASE_TEXT if isinstance(value, str) else value
@@ -161,7 +162,7 @@ def _fits(trainer: Any, micro_batch: int, device: Any) -> bool:
     # The probe's dropout must not advance the generator the training draws from.
     with torch.random.fork_rng(devices=[torch.cuda.current_device()]):
         try:
-            inputs = _to_device(trainer.data_collator([row] * micro_batch), device)
+            inputs = batch_to_device(trainer.data_collator([row] * micro_batch), device)
             model.train()
             # The training's mixed precision (the trainer applies it only inside train()).
             half = torch.bfloat16 if trainer.args.bf16 else torch.float16
@@ -182,9 +183,3 @@ def _fits(trainer: Any, micro_batch: int, device: Any) -> bool:
             torch.cuda.empty_cache()
     total = torch.cuda.get_device_properties(device).total_memory
     return peak is not None and peak + moments <= MEMORY_SHARE * total
-
-
-def _to_device(value: Any, device: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _to_device(item, device) for key, item in value.items()}
-    return value.to(device) if hasattr(value, "to") else value

@@ -341,7 +341,9 @@ class Reranker:
         self._pool = (
             TokenizerPool(self.pairs, tokenizer_processes()) if self.device.type == "cuda" else None
         )
-        self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        self._thread = (
+            concurrent.futures.ThreadPoolExecutor(max_workers=1) if self._pool is None else None
+        )
         self.activation = self.model.activation_fn
         self.pairs_scored = 0
 
@@ -354,10 +356,6 @@ class Reranker:
         CrossEncoder makes them from the cut texts (training's input)."""
         pairs, _ = self.prepare(queries, candidates)
         return self.model.preprocess(pairs)
-
-    def truncate(self, texts: Sequence[str], budget: int) -> tuple[list[str], list[np.ndarray]]:
-        """:meth:`PairTokenizer.truncate`."""
-        return self.pairs.truncate(texts, budget)
 
     def prepare(
         self, queries: Sequence[str], candidates: Sequence[str]
