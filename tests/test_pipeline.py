@@ -1,8 +1,10 @@
 """End to end: Snakemake runs the whole pipeline on a small synthetic corpus.
 
 Checks the acceptance criteria of the pipeline as a user meets them: runs, qrels and the
-paper's tables appear; a second dry run has nothing to do; two runs from scratch give
-byte-identical manifests, qrels, runs and tables.
+paper's tables appear; a second dry run has nothing to do; a run killed hard (SIGKILL, as a
+node failure would) recovers with the README's two steps, ``snakemake --unlock`` and a
+rerun with ``--rerun-incomplete``; and that recovered run and an uninterrupted one give
+byte-identical corpora, samples, runs, metrics, models and tables.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import filecmp
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,15 +27,26 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
+def worker_cores() -> int:
+    """The CPUs one pytest-xdist worker may give a pipeline run. Two runs each given every
+    CPU slow each other several times over: torch's threads spin while they wait."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, len(os.sched_getaffinity(0)) // workers)
+
+
+def snakemake_command(workdir: Path, *args: str, config: str = "config.yaml") -> list[str]:
+    return [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), "--configfile", str(workdir / config),
+        "--cores", str(worker_cores()), *args,
+    ]  # fmt: skip
+
+
 def snakemake(
     workdir: Path, *args: str, config: str = "config.yaml"
 ) -> subprocess.CompletedProcess:
+    command = snakemake_command(workdir, *args, config=config)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), "--configfile", str(workdir / config),
-        "--cores", "2", *args,
-    ]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
 
 
@@ -84,20 +99,40 @@ def local_config(models: list[str], rerank: bool) -> dict:
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory, tiny_bert_dir):
-    root = tmp_path_factory.mktemp("pipeline")
-    config = pipeline_config(tiny_bert_dir)
-    results = []
-    for name in ("first", "second"):
-        workdir = prepare(root / name, config)
-        result = snakemake(workdir)
-        assert result.returncode == 0, result.stderr[-6000:]
-        results.append(workdir)
-    return results
+def first_run(tmp_path_factory, tiny_bert_dir) -> Path:
+    workdir = prepare(tmp_path_factory.mktemp("pipeline") / "first", pipeline_config(tiny_bert_dir))
+    result = snakemake(workdir)
+    assert result.returncode == 0, result.stderr[-6000:]
+    return workdir
 
 
-def test_outputs_exist_and_tables_have_every_model(two_runs):
-    out = two_runs[0] / "results" / "e2e"
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory, tiny_bert_dir) -> dict:
+    """The same config run again, killed with its jobs while the first jobs after the
+    prefilter run, then rerun plainly, unlocked and rerun with ``--rerun-incomplete``."""
+    workdir = prepare(
+        tmp_path_factory.mktemp("pipeline") / "killed", pipeline_config(tiny_bert_dir)
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(
+        snakemake_command(workdir), env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    marker = workdir / "results" / "e2e" / "filtered" / "papers.parquet"
+    deadline = time.monotonic() + 600
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process.poll() is None, "the run ended before it could be killed"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+    plain = snakemake(workdir)
+    unlocked = snakemake(workdir, "--unlock")
+    recovered = snakemake(workdir, "--rerun-incomplete")
+    return {"workdir": workdir, "plain": plain, "unlocked": unlocked, "recovered": recovered}
+
+
+def test_outputs_exist_and_tables_have_every_model(first_run):
+    out = first_run / "results" / "e2e"
     table1 = (out / "tables" / "table1_dataset_level.tsv").read_text().splitlines()
     assert table1[0].split("\t") == ["model", "600 MAP", "600 NDCG", "600 R@30"]
     rows = ["bm25", "tiny", "rrf", "bm25>ce@5", "bm25>ce@10", "tiny>ce@5", "tiny>ce@10"]
@@ -128,8 +163,8 @@ def test_outputs_exist_and_tables_have_every_model(two_runs):
         assert "Traceback" not in log.read_text(), log
 
 
-def test_local_task_has_contexts_splits_and_tables(two_runs):
-    out = two_runs[0] / "results" / "e2e"
+def test_local_task_has_contexts_splits_and_tables(first_run):
+    out = first_run / "results" / "e2e"
     report = json.loads((out / "local" / "contexts_report.json").read_text())
     assert report["merge"]["contexts_kept"] > 0
     sample = json.loads((out / "samples" / "local-report.json").read_text())
@@ -155,8 +190,8 @@ def test_local_task_has_contexts_splits_and_tables(two_runs):
     assert [line.split("\t")[1] for line in tradeoff[1:]] == ["0", "20", "100"]
 
 
-def test_mdcr_is_built_scored_and_tabulated_for_every_model(two_runs):
-    out = two_runs[0] / "results" / "e2e"
+def test_mdcr_is_built_scored_and_tabulated_for_every_model(first_run):
+    out = first_run / "results" / "e2e"
     for name in ("mdcr_test.json", "mdcr_test_data.jsonl", "mdcr_test_jaccard.tsv",
                  "mdcr_test_report.json"):  # fmt: skip
         assert (out / "mdcr" / name).is_file(), name
@@ -174,9 +209,9 @@ def test_mdcr_is_built_scored_and_tabulated_for_every_model(two_runs):
         assert all(0.0 <= float(value) <= 100.0 for value in row.split("\t")[1:])
 
 
-def test_bm25_is_tuned_on_the_policys_collections_and_picks_the_grid_argmax(two_runs):
-    out = two_runs[0] / "results" / "e2e"
-    config = yaml.safe_load((two_runs[0] / "config.yaml").read_text())
+def test_bm25_is_tuned_on_the_policys_collections_and_picks_the_grid_argmax(first_run):
+    out = first_run / "results" / "e2e"
+    config = yaml.safe_load((first_run / "config.yaml").read_text())
     tune = config["bm25"]["tune"]
     for setup, expected in (("dataset", ["pool-600.rep0"]), ("field", None)):
         tuning = json.loads((out / "tuning" / f"bm25-{setup}.json").read_text())
@@ -199,11 +234,11 @@ def test_bm25_is_tuned_on_the_policys_collections_and_picks_the_grid_argmax(two_
         assert 0.0 < best <= 1.0
 
 
-def test_a_collection_without_queries_still_exists_and_flows_through(two_runs):
+def test_a_collection_without_queries_still_exists_and_flows_through(first_run):
     """Art has one eligible query left after the test draw, so its validation collection
     is planned, sampled without queries, and every stage handles it: empty runs, BM25
     tuning and MDCR's validation split leave it out."""
-    out = two_runs[0] / "results" / "e2e"
+    out = first_run / "results" / "e2e"
     (art,) = [c for c in read_collections(out / "samples" / "field-valid") if c.group == "art"]
     assert art.n_queries == 0 and art.pool_size > 0
     warnings = json.loads((out / "samples" / "field-report.json").read_text())["warnings"]
@@ -216,12 +251,12 @@ def test_a_collection_without_queries_still_exists_and_flows_through(two_runs):
     assert "Art" not in json.loads((out / "mdcr" / "mdcr_val.json").read_text())
 
 
-def test_visual_report_holds_the_tables_and_figures(two_runs):
-    out = two_runs[0] / "results" / "e2e" / "tables"
+def test_visual_report_holds_the_tables_and_figures(first_run):
+    out = first_run / "results" / "e2e" / "tables"
     figures = ["map_by_pool_size.png", "field_map.png", "mdcr_types.png"]
     assert all((out / "plots" / name).stat().st_size > 10_000 for name in figures)
-    report = two_runs[0] / "report.html"
-    result = snakemake(two_runs[0], "--report", str(report))
+    report = first_run / "report.html"
+    result = snakemake(first_run, "--report", str(report))
     assert result.returncode == 0, result.stderr[-3000:]
     html = report.read_text()
     names = ["tradeoff.png", "table1_dataset_level.tsv", "table4_mdcr_types.tsv"]
@@ -253,65 +288,76 @@ UPSTREAM = {"synth", "ingest_parse", "ingest_merge", "prefilter", "sample", "emb
 AGGREGATES = {"tables", "plots", "mdcr_tables", "rerank_tradeoff", "local_tables"}
 
 
-def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(two_runs):
+def test_changing_bm25_reruns_only_bm25_and_what_depends_on_it(first_run):
     def change(config):
         config["bm25"]["tune"]["k1_grid"] = [0.8, 1.2]
 
-    jobs = planned_jobs(two_runs[0], change)
+    jobs = planned_jobs(first_run, change)
     assert {"bm25_tune", "bm25_search", "metrics", "tables"} <= set(jobs)
     untouched = {"encode", "bm25_analyze", "bm25_index", "dense_retrieve"}
     assert not set(jobs) & (UPSTREAM | untouched)
 
 
-def test_changing_one_model_reruns_only_its_jobs_and_their_dependents(two_runs):
+def test_changing_one_model_reruns_only_its_jobs_and_their_dependents(first_run):
     def change(config):
         config["models"]["tiny"]["batch_size"] = 8
 
-    jobs = planned_jobs(two_runs[0], change)
+    jobs = planned_jobs(first_run, change)
     assert {"encode", "dense_retrieve", "metrics", "tables"} <= set(jobs)
     assert all("tiny" in out for out in jobs["encode"] + jobs["dense_retrieve"])
     assert not set(jobs) & (UPSTREAM | {"bm25_analyze", "bm25_index", "bm25_tune", "bm25_search"})
 
 
-def test_adding_a_model_only_adds_jobs(two_runs):
+def test_adding_a_model_only_adds_jobs(first_run):
     def change(config):
         config["fusion"].append({"name": "rrf2", "runs": ["tiny", "bm25"], "k": 30})
         # MDCR's model-based types are chosen among the compared models: fixed here.
         config["mdcr"] = {"models": ["bm25", "tiny", "rrf"]}
 
-    jobs = planned_jobs(two_runs[0], change)
+    jobs = planned_jobs(first_run, change)
     for rule, outputs in jobs.items():
         if rule not in AGGREGATES:
             assert all("rrf2" in out for out in outputs), (rule, outputs)
     assert "fuse" in jobs and "mdcr_score_fusion" in jobs
 
 
-def test_changing_the_corpus_reruns_everything(two_runs):
+def test_changing_the_corpus_reruns_everything(first_run):
     def change(config):
         config["corpus"]["synthetic"]["num_papers"] += 1
 
-    jobs = planned_jobs(two_runs[0], change)
-    every_job = planned_jobs(two_runs[0], lambda config: None, "--forceall")
+    jobs = planned_jobs(first_run, change)
+    every_job = planned_jobs(first_run, lambda config: None, "--forceall")
     assert {rule: len(outputs) for rule, outputs in jobs.items()} == {
         rule: len(outputs) for rule, outputs in every_job.items()
     }
 
 
-def test_changing_table_formatting_reruns_only_the_tables(two_runs):
+def test_changing_table_formatting_reruns_only_the_tables(first_run):
     def change(config):
         config.setdefault("tables", {}).setdefault("significance", {})["alpha"] = 0.01
 
-    assert set(planned_jobs(two_runs[0], change)) <= AGGREGATES
+    assert set(planned_jobs(first_run, change)) <= AGGREGATES
 
 
-def test_second_dry_run_has_nothing_to_do(two_runs):
-    result = snakemake(two_runs[0], "-n")
+def test_second_dry_run_has_nothing_to_do(first_run):
+    result = snakemake(first_run, "-n")
     assert result.returncode == 0, result.stderr
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_two_runs_are_byte_identical(two_runs):
-    first, second = (workdir / "results" / "e2e" for workdir in two_runs)
+def test_a_hard_killed_run_recovers_with_unlock_and_rerun(killed_run):
+    # A plain rerun stops (on the lock or on the killed jobs' incomplete outputs) and says
+    # which flag it needs.
+    plain = killed_run["plain"]
+    said = plain.stdout + plain.stderr
+    assert plain.returncode != 0 and ("--unlock" in said or "--rerun-incomplete" in said)
+    assert killed_run["unlocked"].returncode == 0, killed_run["unlocked"].stderr[-3000:]
+    assert killed_run["recovered"].returncode == 0, killed_run["recovered"].stderr[-6000:]
+
+
+def test_two_runs_are_byte_identical(first_run, killed_run):
+    assert killed_run["recovered"].returncode == 0, "see the hard-kill test"
+    first, second = (workdir / "results" / "e2e" for workdir in (first_run, killed_run["workdir"]))
     compared = 0
     subs = (
         "corpus", "filtered", "samples", "runs", "metrics", "tables", "embeddings", "mdcr",
