@@ -51,12 +51,13 @@ rule train_graph_embedding:
         LAYOUT.log("train_graph_embedding"),
     benchmark:
         LAYOUT.timing("train_graph_embedding")
+    threads: 2
     resources:
         mem_mb=8000,
         runtime=120,
     shell:
         "python -m citeval.train embed-graph --graph {params.graph:q} {params.settings} "
-        "2> {log:q}"
+        "--threads {threads} 2> {log:q}"
 
 
 rule train_triplets:
@@ -87,13 +88,14 @@ rule train_triplets:
         LAYOUT.log("train_triplets", "{trained}"),
     benchmark:
         LAYOUT.timing("train_triplets", "{trained}")
+    threads: 2
     resources:
         mem_mb=8000,
         runtime=60,
     shell:
         "python -m citeval.train triplets --graph {params.graph:q} "
         "--filtered {input.filtered:q} --output-dir {params.output_dir:q} "
-        "--sampler {params.sampler:q} {params.settings} 2> {log:q}"
+        "--sampler {params.sampler:q} {params.settings} --threads {threads} 2> {log:q}"
 
 
 rule train_encoder:

@@ -22,6 +22,13 @@ from citeval.train import cli
 from citeval.train.embed import GraphEmbeddingSettings, embed_graph, load_embedding
 from citeval.train.fit import FitSettings, build_model, mean_triplet_loss, train_encoder
 from citeval.train.graph import Graph, build_training_graph
+from citeval.train.neighbours import (
+    EXACT_PAIRS,
+    BandSearch,
+    SearchSettings,
+    chosen_index,
+    without_self,
+)
 from citeval.train.triplets import (
     TripletSettings,
     read_eligible,
@@ -46,9 +53,15 @@ def triplet_settings(**values) -> TripletSettings:
     return TripletSettings(**{**defaults, "seed": 13, **values})
 
 
+def search_settings(**values) -> SearchSettings:
+    """The schema's neighbour-search settings but for ``values``."""
+    names = ("index", "ivf_nprobe", "recall_sample")
+    return SearchSettings(**{**_schema_defaults("train.triplets.scincl", *names), **values})
+
+
 def embedding_settings(**values) -> GraphEmbeddingSettings:
     """The schema's defaults (seed 13) but for ``values``."""
-    defaults = _schema_defaults("train.graph_embedding", "dim", "iterations", "alpha")
+    defaults = _schema_defaults("train.graph_embedding", "dim", "iterations")
     return GraphEmbeddingSettings(**{**defaults, "seed": 13, **values})
 
 
@@ -186,10 +199,12 @@ def ring_graph(tmp_path: Path, n: int) -> Graph:
     return Graph(graph_of(tmp_path, [(ids[i], ids[(i + 1) % n]) for i in range(n)]))
 
 
-def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path) -> None:
+@pytest.mark.parametrize("index", ["flat", "ivf"])
+def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path, index: str) -> None:
     # Node i sits at angle 0.05 * i**1.5 on the unit circle (no two gaps tie), so node 0's
     # neighbours by cosine are 1, 2, 3, ... in order: positives = ranks 2..3 (k_positive 3,
     # 2 of them), the hard negative = rank 6 (k_hard 6), easy negatives from ranks past 6.
+    # The IVF index searches every one of its lists here, so it finds what exact search does.
     n = 14
     graph = ring_graph(tmp_path, n)
     angles = 0.05 * np.arange(n) ** 1.5
@@ -198,7 +213,11 @@ def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path) -> 
     settings = triplet_settings(
         num_queries=n, per_query=2, hard_negatives=1, k_positive=3, k_hard=6, seed=1
     )
-    triplets = sample_scincl(graph, eligible, embedding, settings)
+    search = search_settings(index=index, ivf_nprobe=n, recall_sample=n)
+    triplets, report = sample_scincl(graph, eligible, embedding, settings, search)
+    assert report["index"] == index
+    if index == "ivf":
+        assert report["recall_at_k_positive"] == report["recall_at_k_hard"] == 1.0
     rows = [
         r
         for r in zip(
@@ -225,7 +244,42 @@ def test_scincl_refuses_bands_deeper_than_the_corpus(tmp_path: Path) -> None:
         num_queries=2, per_query=1, hard_negatives=1, k_positive=2, k_hard=10
     )
     with pytest.raises(ConfigError, match="k_hard=10"):
-        sample_scincl(graph, np.arange(5), np.eye(5, dtype=np.float32), settings)
+        sample_scincl(graph, np.arange(5), np.eye(5, dtype=np.float32), settings, search_settings())
+
+
+def test_neighbours_leave_out_the_query_wherever_the_index_put_it() -> None:
+    found = np.array([[7, 3, 4], [3, 7, 4], [3, 4, 5], [3, -1, -1]])
+    rows = np.array([7, 7, 7, 9])
+    assert without_self(found, rows, 2).tolist() == [[3, 4], [3, 4], [3, 4], [3, -1]]
+
+
+def test_auto_searches_exactly_up_to_the_pair_budget() -> None:
+    auto = search_settings(index="auto")
+    assert chosen_index(auto, 1000, EXACT_PAIRS // 1000) == "flat"
+    assert chosen_index(auto, 1000, EXACT_PAIRS // 1000 + 1) == "ivf"
+    assert chosen_index(search_settings(index="ivf"), 1, 10) == "ivf"
+    assert chosen_index(search_settings(index="flat"), 10**6, 10**9) == "flat"
+
+
+def test_ivf_recall_is_the_share_of_exact_neighbours_found() -> None:
+    """Against a recall worked out here with numpy: exact ranks by sorting all inner
+    products, the approximate ones from the IVF index itself."""
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((400, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    search = BandSearch(vectors, search_settings(index="ivf", ivf_nprobe=1), 50, seed=3)
+    rows = np.arange(0, 400, 8)
+    report = search.report(rows, {"k_positive": 5, "k_hard": 40}, sample=len(rows), seed=0)
+    _, approximate = search.index.search(vectors[rows], 41)
+    exact = np.argsort(-(vectors[rows] @ vectors.T), axis=1, kind="stable")
+    for name, k in (("k_positive", 5), ("k_hard", 40)):
+        shares = [
+            np.isin(truth[truth != row][:k], found[found != row][:k]).mean()
+            for row, truth, found in zip(rows, exact, approximate, strict=True)
+        ]
+        assert report[f"recall_at_{name}"] == pytest.approx(np.mean(shares), abs=1e-4)
+    assert report["recall_at_k_hard"] < 1.0, "one list of 20 should miss neighbours"
+    assert report["index"] == "ivf" and report["nlist"] == 20 and report["recall_queries"] == 50
 
 
 def test_bad_triplet_settings_are_config_errors() -> None:
@@ -235,15 +289,62 @@ def test_bad_triplet_settings_are_config_errors() -> None:
         triplet_settings().check("graph")
 
 
-def test_graph_embedding_is_seeded(tmp_path: Path) -> None:
+def test_graph_embedding_is_seeded_and_independent_of_the_threads(tmp_path: Path) -> None:
     graph_dir = graph_of(tmp_path, [*SPECTER_EDGES, ("e", "c"), ("c", "b")])
     settings = embedding_settings(dim=4, iterations=2, seed=7)
-    embed_graph(graph_dir, settings, tmp_path / "one")
-    embed_graph(graph_dir, settings, tmp_path / "two")
+    embed_graph(graph_dir, settings, tmp_path / "one", threads=1)
+    embed_graph(graph_dir, settings, tmp_path / "two", threads=2)
     first = load_embedding(tmp_path / "one")
     assert first.shape == (Graph(graph_dir).num_nodes, 4) and first.dtype == np.float32
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     assert first.tobytes() == load_embedding(tmp_path / "two").tobytes()
+    embed_graph(
+        graph_dir, embedding_settings(dim=4, iterations=2, seed=8), tmp_path / "three", threads=1
+    )
+    assert first.tobytes() != load_embedding(tmp_path / "three").tobytes()
+
+
+def two_cliques(size: int) -> list[tuple[str, str]]:
+    """Two cliques of ``size`` papers, ``a*`` and ``b*``, joined by one citation. Each
+    paper cites the earlier ones, and a0 cites only b0: the edge list then names the
+    papers in another order than the node numbers."""
+    edges = [
+        (f"{side}{i}", f"{side}{j}")
+        for side in "ab" for i in range(size) for j in range(size) if i > j
+    ]  # fmt: skip
+    return [*edges, ("a0", "b0")]
+
+
+def test_pycleora_reads_exactly_the_training_graphs_edges(tmp_path: Path) -> None:
+    import pycleora
+
+    from citeval.train.embed import EDGE_COLUMNS, write_edge_lines
+
+    graph = Graph(graph_of(tmp_path, two_cliques(4)))
+    lines = tmp_path / "edges.txt"
+    write_edge_lines(tmp_path / "graph" / "edges.parquet", lines)
+    matrix = pycleora.SparseMatrix.from_files([str(lines)], EDGE_COLUMNS)
+    adjacency = graph.adjacency()
+    for node in range(graph.num_nodes):
+        expected = set(adjacency.indices[adjacency.indptr[node] : adjacency.indptr[node + 1]])
+        read = {int(entity) for entity, _ in matrix.get_neighbors(str(node))} - {node}
+        assert read == expected, graph.ids[node]
+
+
+def test_embedding_rows_follow_the_node_order(tmp_path: Path) -> None:
+    """Papers of one clique end nearer each other than papers of the other clique: rows
+    put in pycleora's entity order instead of the node order would mix the cliques."""
+    graph = Graph(graph_of(tmp_path, two_cliques(6)))
+    embed_graph(
+        tmp_path / "graph", embedding_settings(dim=8, iterations=3), tmp_path / "e", threads=1
+    )
+    vectors = load_embedding(tmp_path / "e")
+    side = np.array([paper_id[0] for paper_id in graph.ids])
+    similarity = vectors @ vectors.T
+    same = side[:, None] == side[None, :]
+    np.fill_diagonal(same, False)
+    different = side[:, None] != side[None, :]
+    assert similarity[same].min() > similarity[different].max()
 
 
 # --- training ----------------------------------------------------------------------------

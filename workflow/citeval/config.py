@@ -284,12 +284,14 @@ class TrainModel(Section):
 class GraphEmbedding(Section):
     dim: int
     iterations: int
-    alpha: float
 
 
 class SciNCLBands(Section):
     k_positive: int
     k_hard: int
+    index: Literal["auto", "flat", "ivf"]
+    ivf_nprobe: int
+    recall_sample: int
 
 
 class Triplets(Section):

@@ -147,6 +147,24 @@ def ivf_nlist_for(n: int, requested: int) -> int:
     return max(1, min(requested, round(4 * math.sqrt(n)), n))
 
 
+def ivf_training_rows(n: int, nlist: int, spec: IndexSpec) -> np.ndarray:
+    """Sorted rows of the seeded sample that an IVF index over ``n`` vectors trains on."""
+    n_train = min(n, nlist * spec.train_points_per_list)
+    return np.sort(np.random.default_rng(spec.seed).choice(n, size=n_train, replace=False))
+
+
+def trained_ivf_index(train: np.ndarray, nlist: int, similarity: str, seed: int) -> Any:
+    """An empty ``IndexIVFFlat`` whose coarse quantizer is k-means over ``train`` (seeded)."""
+    metric = faiss_metric(similarity)
+    quantizer = faiss.IndexFlat(train.shape[1], metric)
+    # The Python wrapper keeps a reference to the quantizer for the index's lifetime.
+    index = faiss.IndexIVFFlat(quantizer, train.shape[1], nlist, metric)
+    index.cp.seed = seed
+    log.info("training IVF (nlist=%d) on %d vectors (seed %d)", nlist, len(train), seed)
+    index.train(train)
+    return index
+
+
 def allocate_flat_index(dim: int, n: int, similarity: str) -> tuple[Any, np.ndarray]:
     """An ``IndexFlat`` of ``n`` vectors and a writable float32 ``(n, dim)`` view of its storage.
 
@@ -203,13 +221,7 @@ def build_index(
         if nlist < spec.ivf_nlist:
             log.info("IVF nlist capped from %d to %d for %d vectors", spec.ivf_nlist, nlist, n)
         nprobe = min(spec.ivf_nprobe, nlist)
-        quantizer = faiss.IndexFlat(dim, metric)
-        # The Python wrapper keeps a reference to the quantizer for the index's lifetime.
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, metric)
-        index.cp.seed = spec.seed
-        n_train = min(n, nlist * spec.train_points_per_list)
-        rng = np.random.default_rng(spec.seed)
-        train_rows = np.sort(rng.choice(n, size=n_train, replace=False))
+        train_rows = ivf_training_rows(n, nlist, spec)
         train = store.gather(
             selection_rows(selection, train_rows),
             normalize=normalize,
@@ -217,8 +229,8 @@ def build_index(
             progress=progress,
             desc="IVF training sample",
         )
-        log.info("training IVF (nlist=%d) on %d vectors (seed %d)", nlist, n_train, spec.seed)
-        index.train(train)
+        index = trained_ivf_index(train, nlist, similarity, spec.seed)
+        n_train = len(train)
         del train
         for _, chunk in store.iter_chunks(
             selection, chunk_rows=chunk_rows, normalize=normalize, progress=progress, desc="IVF add"

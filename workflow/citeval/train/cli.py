@@ -4,10 +4,11 @@
         --held-out-split samples/dataset-test [--held-out-split ...] \
         [--held-out-mdcr mdcr_test.json ...] --output-dir OUT/graph [settings] [--threads N]
 
-    python -m citeval.train embed-graph --graph OUT/graph --seed SEED [settings]
+    python -m citeval.train embed-graph --graph OUT/graph --seed SEED [settings] [--threads N]
 
     python -m citeval.train triplets --sampler {scincl,specter} --graph OUT/graph \
-        --filtered filtered/papers.parquet --output-dir OUT/NAME --seed SEED [settings]
+        --filtered filtered/papers.parquet --output-dir OUT/NAME --seed SEED [settings] \
+        [--threads N]
 
     python -m citeval.train fit --triplets OUT/NAME/triplets.parquet --papers corpus/papers \
         --model-json '{"path": ..., "pooling": "cls", "similarity": "l2"}' --name NAME \
@@ -18,8 +19,9 @@
 
 Settings are config keys, each defaulting to the schema's value (``--help`` shows it):
 ``graph`` takes ``--memory-limit`` (:data:`citeval.stages.TRAIN_GRAPH`); ``embed-graph``
-``--dim --iterations --alpha --seed`` (:data:`citeval.stages.TRAIN_EMBED_GRAPH`);
-``triplets`` ``--num-queries --per-query --hard-negatives --k-positive --k-hard --seed``
+``--dim --iterations --seed`` (:data:`citeval.stages.TRAIN_EMBED_GRAPH`);
+``triplets`` ``--num-queries --per-query --hard-negatives --k-positive --k-hard --index
+--ivf-nprobe --recall-sample --seed``
 (:data:`citeval.stages.TRAIN_TRIPLETS`); ``fit`` ``--epochs --batch-size
 --gradient-accumulation --learning-rate --weight-decay --warmup-steps --margin --max-steps
 --device --seed`` (:data:`citeval.stages.TRAIN_FIT`; ``--max-steps -1``: the epochs
@@ -62,14 +64,16 @@ def graph_command(args: argparse.Namespace) -> None:
 def embed_graph_command(args: argparse.Namespace) -> None:
     from citeval.train.embed import GraphEmbeddingSettings, embed_graph
 
-    settings = GraphEmbeddingSettings(
-        dim=args.dim, iterations=args.iterations, alpha=args.alpha, seed=args.seed
-    )
-    embed_graph(args.graph, settings, args.graph)
+    settings = GraphEmbeddingSettings(dim=args.dim, iterations=args.iterations, seed=args.seed)
+    embed_graph(args.graph, settings, args.graph, threads=args.threads)
 
 
 def triplets_command(args: argparse.Namespace) -> None:
+    from citeval.faiss_index import set_num_threads
+    from citeval.train.neighbours import SearchSettings
     from citeval.train.triplets import TripletSettings, write_triplets
+
+    set_num_threads(args.threads)
 
     settings = TripletSettings(
         num_queries=args.num_queries,
@@ -79,9 +83,13 @@ def triplets_command(args: argparse.Namespace) -> None:
         k_hard=args.k_hard,
         seed=args.seed,
     )
-    report = write_triplets(
-        args.sampler, args.graph, args.filtered, settings, args.output_dir, embedding_dir=args.graph
+    search = SearchSettings(
+        index=args.index, ivf_nprobe=args.ivf_nprobe, recall_sample=args.recall_sample
     )
+    report = write_triplets(
+        args.sampler, args.graph, args.filtered, settings, args.output_dir,
+        embedding_dir=args.graph, search=search,
+    )  # fmt: skip
     LOG.info("%s: %d triplets from %d queries", args.sampler, report["triplets"], report["queries"])
 
 
@@ -151,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     embed = commands.add_parser("embed-graph", help="citation embeddings of the graph's nodes")
     embed.add_argument("--graph", required=True, type=Path, help="the graph command's folder")
     stages.TRAIN_EMBED_GRAPH.add_to(embed)
+    embed.add_argument("--threads", type=positive_int, default=2)
     embed.set_defaults(handler=embed_graph_command)
 
     triplets = commands.add_parser("triplets", help="sample training triplets")
@@ -158,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     triplets.add_argument("--graph", required=True, type=Path, help="graph (and embedding) folder")
     triplets.add_argument("--filtered", required=True, type=Path, help="filtered/papers.parquet")
     triplets.add_argument("--output-dir", required=True, type=Path)
+    triplets.add_argument("--threads", type=positive_int, default=2, help="Faiss threads")
     stages.TRAIN_TRIPLETS.add_to(triplets)
     triplets.set_defaults(handler=triplets_command)
 

@@ -36,10 +36,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from tqdm import tqdm
 
 from citeval.errors import ConfigError, InputDataError
 from citeval.io import write_json, write_parquet
 from citeval.train.graph import Graph
+from citeval.train.neighbours import CHUNK_QUERIES, BandSearch, SearchSettings
 
 SAMPLERS = ("scincl", "specter")
 TRIPLETS_FILE = "triplets.parquet"
@@ -110,26 +112,25 @@ def read_eligible(filtered: str | os.PathLike, graph: Graph) -> np.ndarray:
 
 
 def _random_outside(
-    rng: np.random.Generator, eligible: np.ndarray, excluded: set[int], count: int
+    rng: np.random.Generator, eligible: np.ndarray, excluded: np.ndarray, count: int
 ) -> list[int]:
-    """``count`` distinct eligible nodes outside ``excluded``, by rejection: the excluded
-    set (one query's neighbourhood) is tiny next to the eligible set."""
-    excluded_nodes = np.fromiter(excluded, dtype=np.int64, count=len(excluded))
-    slots = np.minimum(np.searchsorted(eligible, excluded_nodes), len(eligible) - 1)
-    available = len(eligible) - int((eligible[slots] == excluded_nodes).sum())
+    """``count`` distinct eligible nodes (sorted) outside ``excluded`` (distinct node
+    numbers), by rejection: the excluded nodes (one query's neighbourhood) are few next to
+    the eligible ones."""
+    slots = np.minimum(np.searchsorted(eligible, excluded), len(eligible) - 1)
+    available = len(eligible) - int((eligible[slots] == excluded).sum())
     if available < count:
         raise InputDataError(
             f"only {available} eligible papers are left for {count} easy negatives; the "
             "training graph is too small for these triplet settings"
         )
-    chosen: list[int] = []
-    taken = set(excluded)
+    chosen = np.empty(0, dtype=np.int64)
     while len(chosen) < count:
-        node = int(eligible[rng.integers(len(eligible))])
-        if node not in taken:
-            taken.add(node)
-            chosen.append(node)
-    return chosen
+        draws = eligible[rng.integers(len(eligible), size=2 * count)]
+        chosen = np.concatenate([chosen, draws[~np.isin(draws, excluded)]])
+        _, first = np.unique(chosen, return_index=True)
+        chosen = chosen[np.sort(first)]
+    return chosen[:count].tolist()
 
 
 def _draw(rng: np.random.Generator, nodes: Sequence[int], count: int) -> list[int]:
@@ -163,19 +164,26 @@ def sample_specter(graph: Graph, eligible: np.ndarray, settings: TripletSettings
         second = {int(n) for c in query_cites for n in cited(int(c))}
         hard_pool = [n for n in second - not_hard if is_eligible[n]]
         hard = _draw(rng, hard_pool, settings.hard_negatives)
-        easy = _random_outside(rng, eligible, not_hard | set(hard), settings.per_query - len(hard))
+        excluded = np.array(sorted(not_hard | set(hard)), dtype=np.int64)
+        easy = _random_outside(rng, eligible, excluded, settings.per_query - len(hard))
         _append(out, graph, query, positives, hard, easy)
     return out
 
 
 def sample_scincl(
-    graph: Graph, eligible: np.ndarray, embedding: np.ndarray, settings: TripletSettings
-) -> Triplets:
-    """SciNCL's k-NN triplets over the citation embedding (see the module docstring)."""
+    graph: Graph,
+    eligible: np.ndarray,
+    embedding: np.ndarray,
+    settings: TripletSettings,
+    search: SearchSettings,
+) -> tuple[Triplets, dict[str, Any]]:
+    """SciNCL's k-NN triplets over the citation embedding (see the module docstring), and
+    the report of the neighbour search (:class:`citeval.train.neighbours.BandSearch`)."""
     import faiss
 
     depth = max(settings.k_positive, settings.k_hard)
-    if depth + 1 > len(eligible):
+    easy_count = settings.per_query - settings.hard_negatives
+    if depth + 1 + easy_count > len(eligible):
         raise ConfigError(
             f"train.triplets.scincl: k_hard={settings.k_hard} needs more than {depth} eligible "
             f"papers, the training graph has {len(eligible)}; lower k_positive and k_hard "
@@ -190,19 +198,30 @@ def sample_scincl(
     queries = _draw(rng, eligible.tolist(), settings.num_queries)
     vectors = np.ascontiguousarray(embedding[eligible], dtype=np.float32)
     faiss.normalize_L2(vectors)
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(vectors)
-    position = {int(node): i for i, node in enumerate(eligible)}
-    query_vectors = vectors[[position[q] for q in queries]]
-    _, found = index.search(query_vectors, depth + 1)
+    # Rows of the eligible papers (sorted node numbers), not node numbers, from here on.
+    rows = np.searchsorted(eligible, queries)
+    bands = BandSearch(vectors, search, len(rows), settings.seed)
     out = Triplets([], [], [], [], Counter(candidate_queries=len(eligible)))
-    for query, row in zip(queries, found, strict=True):
-        neighbours = [int(eligible[i]) for i in row if i >= 0 and int(eligible[i]) != query][:depth]
-        positives = neighbours[settings.k_positive - settings.per_query : settings.k_positive]
-        hard = neighbours[settings.k_hard - settings.hard_negatives : settings.k_hard]
-        easy = _random_outside(rng, eligible, {query, *neighbours}, settings.per_query - len(hard))
-        _append(out, graph, query, positives, hard, easy)
-    return out
+    positive_band = slice(settings.k_positive - settings.per_query, settings.k_positive)
+    hard_band = slice(settings.k_hard - settings.hard_negatives, settings.k_hard)
+    with tqdm(total=len(rows), desc="triplets", unit="query", mininterval=5) as bar:
+        for start in range(0, len(rows), CHUNK_QUERIES):
+            chunk = rows[start : start + CHUNK_QUERIES]
+            for row, neighbours in zip(chunk, bands.neighbours(chunk, depth), strict=True):
+                found = neighbours[neighbours >= 0]
+                if len(found) < depth:
+                    out.counts["queries_short_of_neighbours"] += 1
+                positives = neighbours[positive_band]
+                positives = eligible[positives[positives >= 0]].tolist()
+                hard = neighbours[hard_band]
+                hard = eligible[hard[hard >= 0]].tolist()
+                excluded = eligible[np.append(found, row)]
+                easy = _random_outside(rng, eligible, excluded, settings.per_query - len(hard))
+                _append(out, graph, int(eligible[row]), positives, hard, easy)
+            bar.update(len(chunk))
+    depths = {"k_positive": settings.k_positive, "k_hard": settings.k_hard}
+    report = bands.report(rows, depths, search.recall_sample, settings.seed)
+    return out, report
 
 
 def _append(
@@ -227,17 +246,21 @@ def write_triplets(
     settings: TripletSettings,
     output_dir: str | os.PathLike,
     embedding_dir: str | os.PathLike | None = None,
+    search: SearchSettings | None = None,
 ) -> dict[str, Any]:
-    """Sample with ``sampler`` and write ``triplets.parquet`` and its report."""
+    """Sample with ``sampler`` and write ``triplets.parquet`` and its report; ``scincl``
+    needs the citation embedding's folder and the neighbour search's settings."""
     from citeval.train.embed import load_embedding
 
     settings.check(sampler)
     graph = Graph(graph_dir)
     eligible = read_eligible(filtered, graph)
+    searched: dict[str, Any] = {}
     if sampler == "scincl":
-        if embedding_dir is None:
-            raise ConfigError("the scincl sampler needs the citation embedding (--embedding)")
-        triplets = sample_scincl(graph, eligible, load_embedding(embedding_dir), settings)
+        if embedding_dir is None or search is None:
+            raise ConfigError("the scincl sampler needs the citation embedding and its search")
+        embedding = load_embedding(embedding_dir)
+        triplets, searched = sample_scincl(graph, eligible, embedding, settings, search)
     else:
         triplets = sample_specter(graph, eligible, settings)
     if not triplets.query:
@@ -255,5 +278,7 @@ def write_triplets(
         "triplets": len(triplets.query),
         **{key: int(value) for key, value in sorted(triplets.counts.items())},
     }
+    if searched:
+        report["neighbour_search"] = searched
     write_json(report, output / REPORT_FILE)
     return report
