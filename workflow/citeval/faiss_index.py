@@ -147,10 +147,10 @@ def ivf_nlist_for(n: int, requested: int) -> int:
     return max(1, min(requested, round(4 * math.sqrt(n)), n))
 
 
-def ivf_training_rows(n: int, nlist: int, spec: IndexSpec) -> np.ndarray:
+def ivf_training_rows(n: int, nlist: int, points_per_list: int, seed: int) -> np.ndarray:
     """Sorted rows of the seeded sample that an IVF index over ``n`` vectors trains on."""
-    n_train = min(n, nlist * spec.train_points_per_list)
-    return np.sort(np.random.default_rng(spec.seed).choice(n, size=n_train, replace=False))
+    n_train = min(n, nlist * points_per_list)
+    return np.sort(np.random.default_rng(seed).choice(n, size=n_train, replace=False))
 
 
 def trained_ivf_index(train: np.ndarray, nlist: int, similarity: str, seed: int) -> Any:
@@ -221,7 +221,7 @@ def build_index(
         if nlist < spec.ivf_nlist:
             log.info("IVF nlist capped from %d to %d for %d vectors", spec.ivf_nlist, nlist, n)
         nprobe = min(spec.ivf_nprobe, nlist)
-        train_rows = ivf_training_rows(n, nlist, spec)
+        train_rows = ivf_training_rows(n, nlist, spec.train_points_per_list, spec.seed)
         train = store.gather(
             selection_rows(selection, train_rows),
             normalize=normalize,

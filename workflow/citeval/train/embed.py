@@ -31,7 +31,7 @@ import numpy as np
 
 from citeval.errors import InputDataError
 from citeval.io import atomic_path, write_json
-from citeval.train.graph import EDGES_FILE, NODES_FILE
+from citeval.train.graph import graph_files
 
 LOG = logging.getLogger(__name__)
 EMBEDDING_FILE = "embedding.npy"
@@ -75,25 +75,20 @@ def embed_graph(
     import pycleora
 
     started = time.perf_counter()
-    directory = Path(graph_dir)
-    for name in (NODES_FILE, EDGES_FILE):
-        if not (directory / name).is_file():
-            raise InputDataError(
-                "not found (run `citeval.train graph` first)", path=str(directory / name)
-            )
-    num_nodes = pq.ParquetFile(directory / NODES_FILE).metadata.num_rows
-    num_edges = pq.ParquetFile(directory / EDGES_FILE).metadata.num_rows
+    nodes_file, edges_file = graph_files(graph_dir)
+    num_nodes = pq.ParquetFile(nodes_file).metadata.num_rows
+    num_edges = pq.ParquetFile(edges_file).metadata.num_rows
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=output, prefix=".edges-") as scratch:
         lines = Path(scratch) / "edges.txt"
-        write_edge_lines(directory / EDGES_FILE, lines)
+        write_edge_lines(edges_file, lines)
         graph = pycleora.SparseMatrix.from_files([str(lines)], EDGE_COLUMNS, num_workers=threads)
     # Every node has an edge (the graph is built from its edges), so each is an entity.
     if graph.num_entities != num_nodes:
         raise InputDataError(
             f"the edges name {graph.num_entities} nodes, nodes.parquet has {num_nodes}",
-            path=str(directory),
+            path=str(graph_dir),
         )
     LOG.info("graph: %d nodes, %d edges", num_nodes, num_edges)
     # pycleora names its entities in its own order: entity_nodes[e] is entity e's node.

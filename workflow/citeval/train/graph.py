@@ -149,18 +149,22 @@ def build_training_graph(
     return report
 
 
+def graph_files(graph_dir: str | os.PathLike) -> tuple[Path, Path]:
+    """The nodes and edges files of a training graph folder, which must both exist."""
+    paths = (Path(graph_dir) / NODES_FILE, Path(graph_dir) / EDGES_FILE)
+    for path in paths:
+        if not path.is_file():
+            raise InputDataError("not found (run `citeval.train graph` first)", path=str(path))
+    return paths
+
+
 class Graph:
     """A training graph as read back: node ids and int32 edge arrays."""
 
     def __init__(self, graph_dir: str | os.PathLike) -> None:
-        directory = Path(graph_dir)
-        for name in (NODES_FILE, EDGES_FILE):
-            if not (directory / name).is_file():
-                raise InputDataError(
-                    "not found (run `citeval.train graph` first)", path=str(directory / name)
-                )
-        self.ids: list[str] = pq.read_table(directory / NODES_FILE).column("paper_id").to_pylist()
-        edges = pq.read_table(directory / EDGES_FILE)
+        nodes, edges_file = graph_files(graph_dir)
+        self.ids: list[str] = pq.read_table(nodes).column("paper_id").to_pylist()
+        edges = pq.read_table(edges_file)
         self.citing = edges.column("citing").to_numpy()
         self.cited = edges.column("cited").to_numpy()
 

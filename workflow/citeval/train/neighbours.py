@@ -78,7 +78,7 @@ class BandSearch:
     ) -> None:
         import faiss
 
-        from citeval.faiss_index import trained_ivf_index
+        from citeval.faiss_index import ivf_training_rows, trained_ivf_index
 
         settings.check()
         started = time.perf_counter()
@@ -89,9 +89,7 @@ class BandSearch:
             self.index = faiss.IndexFlatIP(vectors.shape[1])
         else:
             nlist = max(1, round(math.sqrt(len(vectors))))
-            rng = np.random.default_rng(seed)
-            size = min(len(vectors), nlist * TRAIN_POINTS_PER_LIST)
-            sample = np.sort(rng.choice(len(vectors), size=size, replace=False))
+            sample = ivf_training_rows(len(vectors), nlist, TRAIN_POINTS_PER_LIST, seed)
             self.index = trained_ivf_index(vectors[sample], nlist, "cosine", seed)
             self.index.nprobe = min(settings.ivf_nprobe, nlist)
             self.params = {"nlist": nlist, "nprobe": self.index.nprobe, "train": len(sample)}

@@ -167,7 +167,7 @@ def sample_specter(graph: Graph, eligible: np.ndarray, settings: TripletSettings
         second = {int(n) for c in query_cites for n in cited(int(c))}
         hard_pool = [n for n in second - not_hard if is_eligible[n]]
         hard = _draw(rng, hard_pool, settings.hard_negatives)
-        excluded = np.array(sorted(not_hard | set(hard)), dtype=np.int64)
+        excluded = np.fromiter(not_hard | set(hard), dtype=np.int64)
         easy = _random_outside(rng, eligible, excluded, settings.per_query - len(hard))
         _append(out, graph, query, positives, hard, easy)
     return out
