@@ -27,7 +27,7 @@ from citeval.errors import ConfigError
 
 LOG = logging.getLogger(__name__)
 INDEXES = ("auto", "flat", "ivf")
-# Exact search up to this many query-paper pairs: 1.3 ns a pair on two cores at 64
+# Exact search up to this many query-paper pairs: 1.3-1.6 ns a pair on two cores at 64
 # dimensions, so SciNCL's setting on S2ORC (about 1.8e12 pairs) is exact. At these depths
 # an IVF index must scan much of the corpus to find most neighbours (docs/train.md).
 EXACT_PAIRS = 10**13
