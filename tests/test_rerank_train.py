@@ -237,7 +237,7 @@ def test_a_half_written_checkpoint_is_dropped_and_other_settings_are_refused(
     (checkpoints / "checkpoint-3").mkdir()
     (checkpoints / "checkpoint-3" / "model.safetensors").write_bytes(b"half")
 
-    with pytest.raises(CitevalError, match="other settings or pairs"):
+    with pytest.raises(CitevalError, match="other settings or data"):
         train(pairs, texts, _settings(tiny_bert_dir, max_steps=4, seed=5), out, **options)
     assert not (checkpoints / "checkpoint-3").exists()  # incomplete: removed
     done.clear()

@@ -1,26 +1,21 @@
-"""citeval.train: the training graph, the two triplet samplers, training and reloading."""
+"""citeval.train: the training graph, its embedding, the two triplet samplers and the
+commands (training itself: test_train_fit.py)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-import torch
-from rerank_builder import write_papers
 
 from citeval import stages
 from citeval.config import load_config_file, schema_default
 from citeval.errors import ConfigError, InputDataError
-from citeval.models import ModelSpec, load_encoder
 from citeval.train import cli
 from citeval.train.embed import GraphEmbeddingSettings, embed_graph, load_embedding
-from citeval.train.fit import FitSettings, build_model, mean_triplet_loss, train_encoder
 from citeval.train.graph import Graph, build_training_graph
 from citeval.train.neighbours import (
     EXACT_PAIRS,
@@ -38,6 +33,8 @@ from citeval.train.triplets import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+# DuckDB's budget for joining the triplets with their texts.
+MEMORY = "1GB"
 
 
 def _schema_defaults(section: str, *names: str) -> dict:
@@ -63,15 +60,6 @@ def embedding_settings(**values) -> GraphEmbeddingSettings:
     """The schema's defaults (seed 13) but for ``values``."""
     defaults = _schema_defaults("train.graph_embedding", "dim", "iterations")
     return GraphEmbeddingSettings(**{**defaults, "seed": 13, **values})
-
-
-def fit_settings(**values) -> FitSettings:
-    """The schema's defaults (seed 13) but for ``values``."""
-    defaults = _schema_defaults(
-        "train.fit", "epochs", "batch_size", "gradient_accumulation", "learning_rate",
-        "weight_decay", "warmup_steps", "margin", "max_steps",
-    )  # fmt: skip
-    return FitSettings(**{**defaults, "seed": 13, **values})
 
 
 def write_citations(directory: Path, edges: list[tuple[str, str]]) -> Path:
@@ -347,138 +335,6 @@ def test_embedding_rows_follow_the_node_order(tmp_path: Path) -> None:
     assert similarity[same].min() > similarity[different].max()
 
 
-# --- training ----------------------------------------------------------------------------
-
-# Anchors and positives share their topic words; negatives are about something else.
-TOPICS = [
-    "protein cell gene",
-    "neural network learning",
-    "climate water soil",
-    "market economic policy",
-]
-
-
-def triplet_inputs(tmp_path: Path) -> tuple[Path, Path]:
-    texts, rows = {}, []
-    for t, topic in enumerate(TOPICS):
-        other = TOPICS[(t + 1) % len(TOPICS)]
-        for i in range(4):
-            texts[f"q{t}{i}"] = (topic, f"{topic} study {i}")
-            texts[f"p{t}{i}"] = (topic, f"we report {topic} results")
-            texts[f"n{t}{i}"] = (other, f"we report {other} results")
-            rows.append((f"q{t}{i}", f"p{t}{i}", f"n{t}{i}", "easy"))
-    papers = write_papers(tmp_path / "papers", texts)
-    query, positive, negative, kind = zip(*rows, strict=True)
-    path = tmp_path / "triplets.parquet"
-    pq.write_table(
-        pa.table({"query_id": list(query), "positive_id": list(positive),
-                  "negative_id": list(negative), "negative_kind": list(kind)}),
-        path,
-    )  # fmt: skip
-    return path, papers
-
-
-def tiny_spec(tiny_bert_dir: Path) -> ModelSpec:
-    return ModelSpec(
-        name="tiny", path=str(tiny_bert_dir), pooling="cls", similarity="l2", max_length=32
-    )
-
-
-def test_training_lowers_the_triplet_loss_and_reloads_through_the_registry(
-    tmp_path: Path, tiny_bert_dir: Path
-) -> None:
-    from sentence_transformers.sentence_transformer.losses import TripletLoss
-
-    from citeval.train.fit import read_triplet_texts, triplet_distance
-
-    triplets, papers = triplet_inputs(tmp_path)
-    spec = tiny_spec(tiny_bert_dir)
-    settings = fit_settings(
-        epochs=8, batch_size=4, gradient_accumulation=1, learning_rate=5e-3, seed=2
-    )
-
-    def loss_of(model) -> float:
-        texts = read_triplet_texts(triplets, papers, model.tokenizer.sep_token)
-        loss = TripletLoss(model, distance_metric=triplet_distance("l2"), triplet_margin=1.0)
-        return mean_triplet_loss(model, loss, texts, batch_size=8)
-
-    before = loss_of(build_model(spec, "cpu"))
-    model_dir = train_encoder(triplets, papers, spec, settings, tmp_path / "out", device="cpu")
-    trained = build_model(
-        ModelSpec(
-            name="trained", path=str(model_dir), pooling="cls", similarity="l2", max_length=32
-        ),
-        "cpu",
-    )
-    after = loss_of(trained)
-    assert after < 0.5 * before, (before, after)
-
-    training = json.loads((model_dir / "training.json").read_text())
-    assert training["num_triplets"] == 16 and training["steps"] == 32
-    assert training["loss_history"] and not (tmp_path / "out" / "checkpoints").exists()
-
-    # The registry loads the saved folder (citeval.models.Encoder) and embeds as the
-    # trained model did before it was saved.
-    titles = ["protein cell gene", "market economic policy"]
-    abstracts = ["we report protein results", "a study of markets"]
-    encoder = load_encoder(
-        ModelSpec(name="trained", path=str(model_dir), pooling="cls", max_length=32),
-        device="cpu",
-    )
-    from citeval.models import build_text
-
-    texts = [
-        build_text(t, a, trained.tokenizer.sep_token)
-        for t, a in zip(titles, abstracts, strict=True)
-    ]
-    expected = trained.encode(texts, convert_to_numpy=True)
-    got = encoder.encode(titles, abstracts).vectors
-    assert np.allclose(got, expected, atol=1e-5)
-
-    # A finished run is never redone.
-    stamp = (model_dir / "training.json").stat().st_mtime_ns
-    train_encoder(triplets, papers, spec, settings, tmp_path / "out", device="cpu")
-    assert (model_dir / "training.json").stat().st_mtime_ns == stamp
-
-
-def test_training_is_byte_identical_for_a_seed(tmp_path: Path, tiny_bert_dir: Path) -> None:
-    triplets, papers = triplet_inputs(tmp_path)
-    spec = tiny_spec(tiny_bert_dir)
-    settings = fit_settings(
-        epochs=1, batch_size=4, gradient_accumulation=1, learning_rate=1e-3, seed=4
-    )
-    one = train_encoder(triplets, papers, spec, settings, tmp_path / "one", device="cpu")
-    two = train_encoder(triplets, papers, spec, settings, tmp_path / "two", device="cpu")
-    assert (one / "model.safetensors").read_bytes() == (two / "model.safetensors").read_bytes()
-
-
-def test_training_refuses_aspire_pooling(tmp_path: Path, tiny_bert_dir: Path) -> None:
-    spec = ModelSpec(name="a", path=str(tiny_bert_dir), pooling="aspire")
-    with pytest.raises(ConfigError, match="cls or mean"):
-        build_model(spec, "cpu")
-
-
-def test_fit_reports_a_paper_missing_from_the_corpus(tmp_path: Path, tiny_bert_dir: Path) -> None:
-    triplets, _ = triplet_inputs(tmp_path)
-    papers = write_papers(tmp_path / "few", {"q00": ("t", "a")})
-    with pytest.raises(InputDataError, match=r"triplets.parquet:2 \(field 'query_id'\)"):
-        train_encoder(
-            triplets,
-            papers,
-            tiny_spec(tiny_bert_dir),
-            fit_settings(),
-            tmp_path / "out",
-            device="cpu",
-        )
-
-
-def test_fit_max_steps_is_minus_one_or_a_step_count() -> None:
-    assert fit_settings(max_steps=-1).max_steps == -1  # the epochs decide
-    assert fit_settings(max_steps=3).max_steps == 3
-    with pytest.raises(ConfigError, match="max_steps must be -1"):
-        fit_settings(max_steps=0)
-
-
 @pytest.mark.parametrize("config_file", ["config.yaml", "acm-cr.yaml"])
 def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) -> None:
     config = load_config_file(ROOT / "config" / config_file)
@@ -507,67 +363,6 @@ def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) ->
         parser.parse_args(["embed-graph", "--graph", "g"])
 
 
-def test_in_batch_training_reads_anchors_from_their_own_papers(
-    tmp_path: Path, tiny_bert_dir: Path
-) -> None:
-    """The local prefetcher: anchors are contexts (their own papers folder), in-batch loss;
-    training ranks each anchor's positive above the other positives better than before."""
-    import shutil
-
-    triplets, papers = triplet_inputs(tmp_path)
-    # Move the anchors into their own folder, as the local task's query_papers are.
-    table = pq.read_table(next(papers.glob("*.parquet")))
-    anchors = table.filter(pc.starts_with(table.column("paper_id"), "q"))
-    others = table.filter(pc.invert(pc.starts_with(table.column("paper_id"), "q")))
-    shutil.rmtree(papers)
-    papers.mkdir()
-    pq.write_table(others, papers / "part-00000.parquet")
-    (tmp_path / "anchors").mkdir()
-    pq.write_table(anchors, tmp_path / "anchors" / "part-00000.parquet")
-    spec = ModelSpec(
-        name="tiny", path=str(tiny_bert_dir), pooling="mean", similarity="cosine", max_length=32
-    )
-    settings = fit_settings(
-        epochs=6, batch_size=4, gradient_accumulation=1, learning_rate=5e-3, seed=2
-    )
-
-    def margin(model) -> float:
-        """Mean cosine of anchor and positive minus that of anchor and negative."""
-        from citeval.train.fit import read_triplet_texts
-
-        texts = read_triplet_texts(
-            triplets, papers, model.tokenizer.sep_token, anchor_papers=tmp_path / "anchors"
-        )
-        a, p, n = (
-            model.encode(texts[role], normalize_embeddings=True)
-            for role in ("anchor", "positive", "negative")
-        )
-        return float(np.mean(np.sum(a * p, axis=1) - np.sum(a * n, axis=1)))
-
-    with pytest.raises(InputDataError, match="not in the papers corpus"):
-        train_encoder(triplets, papers, spec, settings, tmp_path / "bad", device="cpu")
-    before = margin(build_model(spec, "cpu"))
-    model_dir = train_encoder(
-        triplets,
-        papers,
-        spec,
-        settings,
-        tmp_path / "out",
-        device="cpu",
-        loss_name="in_batch",
-        anchor_papers=tmp_path / "anchors",
-    )
-    training = json.loads((model_dir / "training.json").read_text())
-    assert training["loss"] == "in_batch"
-    trained = build_model(
-        ModelSpec(
-            name="t", path=str(model_dir), pooling="mean", similarity="cosine", max_length=32
-        ),
-        "cpu",
-    )
-    assert margin(trained) > before + 0.1, before
-
-
 def test_a_local_split_holds_out_its_contexts_citing_papers(tmp_path: Path) -> None:
     from citeval.train.graph import query_ids_of_split
 
@@ -582,74 +377,3 @@ def test_a_local_split_holds_out_its_contexts_citing_papers(tmp_path: Path) -> N
         split / "queries.parquet",
     )
     assert query_ids_of_split(split) == ["p1", "p2"]
-
-
-def test_a_split_of_the_effective_batch_trains_as_the_whole_batch(
-    tmp_path: Path, tiny_bert_dir: Path
-) -> None:
-    # Without dropout, micro-batches only change float sums: the triplet loss is a mean
-    # over the effective batch, which the optimizer sees whatever the split. (Weights are
-    # not compared one by one: Adam scales the float noise of near-zero gradients up to
-    # full-size steps.) Halving the effective batch instead is a real change.
-    model_dir = tmp_path / "no-dropout"
-    shutil.copytree(tiny_bert_dir, model_dir)
-    config = json.loads((model_dir / "config.json").read_text())
-    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    (model_dir / "config.json").write_text(json.dumps(config))
-    triplets, papers = triplet_inputs(tmp_path)
-    titles = [topic for topic in TOPICS]
-    abstracts = [f"we report {topic} results" for topic in TOPICS]
-
-    def vectors(micro_batch: int, accumulation: int) -> np.ndarray:
-        settings = fit_settings(
-            epochs=2,
-            batch_size=micro_batch,
-            gradient_accumulation=accumulation,
-            learning_rate=1e-3,
-            seed=4,
-        )
-        out = train_encoder(
-            triplets, papers, tiny_spec(model_dir), settings,
-            tmp_path / f"{micro_batch}x{accumulation}", device="cpu",
-        )  # fmt: skip
-        spec = ModelSpec(name="t", path=str(out), pooling="cls", max_length=32)
-        return load_encoder(spec, device="cpu").encode(titles, abstracts).vectors
-
-    whole = vectors(8, 1)
-    split = max(np.abs(vectors(micro, 8 // micro) - whole).max() for micro in (4, 2))
-    halved = np.abs(vectors(4, 1) - whole).max()
-    assert split < 1e-2 and split < halved / 20, (split, halved)
-
-
-def test_on_cuda_the_effective_batch_is_split_into_the_largest_micro_batch_that_fits(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from citeval import training
-
-    made = []
-
-    def make_trainer(micro_batch: int, accumulation: int) -> tuple[int, int]:
-        made.append((micro_batch, accumulation))
-        return (micro_batch, accumulation)
-
-    monkeypatch.setattr(training, "_fits", lambda trainer, micro_batch, device: micro_batch <= 3)
-    cuda = torch.device("cuda")
-    trainer, batch = training.fitted_trainer(make_trainer, (4, 2), device=cuda, refit=True)
-    # Divisors of 8 from the top: 8 and 4 do not fit, 2 does (2 x 4 = 8 again).
-    assert batch == trainer == (2, 4) and made == [(8, 1), (4, 2), (2, 4)]
-    # In-batch negatives, and the CPU, keep the configured split.
-    assert training.fitted_trainer(make_trainer, (4, 2), device=cuda, refit=False)[1] == (4, 2)
-    cpu = torch.device("cpu")
-    assert training.fitted_trainer(make_trainer, (4, 2), device=cpu, refit=True)[1] == (4, 2)
-
-
-def test_loader_workers_only_on_cuda_and_never_with_a_forced_parallel_tokenizer(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from citeval import training
-
-    monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
-    assert training._loader_workers(on_cuda=False) == 0
-    assert training._loader_workers(on_cuda=True) == training.CUDA_LOADER_WORKERS
-    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
-    assert training._loader_workers(on_cuda=True) == 0

@@ -103,7 +103,7 @@ TRAIN_TRIPLETS = (
     + StageSettings.section("train.triplets.scincl")
     + StageSettings.of("seed")
 )
-TRAIN_FIT = StageSettings.section("train.fit") + StageSettings.of("seed")
+TRAIN_FIT = StageSettings.section("train.fit") + StageSettings.of("seed") + _MEMORY
 TABLES = StageSettings.of("sampling.field_level.fields", "metrics.cutoffs") + _SIGNIFICANCE
 CONTEXTS = StageSettings.of(
     "local.input.format",

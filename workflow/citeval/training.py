@@ -1,4 +1,5 @@
-"""What the two trainers share: the step-count rule and the trainer's loop arguments.
+"""What the two trainers share: the step-count rule, the trainer's loop arguments and
+resumption from checkpoints.
 
 Encoders (:mod:`citeval.train.fit`) and the reranker (:mod:`citeval.rerank.train`) both run
 on sentence-transformers' trainers (transformers' ``Trainer``); the loop is set up the same
@@ -7,12 +8,16 @@ way for both, so a checkpoint, a seed or a step limit means the same in either.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from citeval.errors import ConfigError
+from citeval.errors import CitevalError, ConfigError
+from citeval.io import write_json
 
 LOG = logging.getLogger(__name__)
 
@@ -23,6 +28,9 @@ WORST_CASE_TEXT = "word " * 4096
 # A micro-batch fits when its peak memory plus the optimizer's state is within this share
 # of the card (the rest absorbs fragmentation and longer-lived buffers).
 MEMORY_SHARE = 0.9
+FINGERPRINT_JSON = "fingerprint.json"
+# transformers writes this file last when it saves a checkpoint.
+TRAINER_STATE = "trainer_state.json"
 
 
 def check_max_steps(max_steps: int) -> None:
@@ -183,3 +191,53 @@ def _fits(trainer: Any, micro_batch: int, device: Any) -> bool:
             torch.cuda.empty_cache()
     total = torch.cuda.get_device_properties(device).total_memory
     return peak is not None and peak + moments <= MEMORY_SHARE * total
+
+
+def last_checkpoint(checkpoints: Path) -> Path | None:
+    """The latest complete checkpoint under ``checkpoints`` (None: none).
+
+    A checkpoint folder without ``trainer_state.json`` was being written when the job died:
+    it is removed, and the one before it (kept until a save completes) is taken.
+    """
+    from transformers.trainer_utils import get_last_checkpoint
+
+    while checkpoints.is_dir():
+        found = get_last_checkpoint(str(checkpoints))
+        if found is None:
+            return None
+        path = Path(found)
+        if (path / TRAINER_STATE).is_file():
+            return path
+        LOG.warning("%s is incomplete (no %s): removing it", path, TRAINER_STATE)
+        shutil.rmtree(path)
+    return None
+
+
+def check_fingerprint(checkpoints: Path, expected: dict[str, Any], resume: Path | None) -> None:
+    """Refuse checkpoints written with other settings or data; record ours otherwise.
+
+    ``expected`` is what decides the weights (settings and a digest of the training data).
+    """
+    path = checkpoints / FINGERPRINT_JSON
+    if resume is not None:
+        found = json.loads(path.read_text()) if path.is_file() else None
+        if found != expected:
+            raise CitevalError(
+                f"{resume} was written with other settings or data ({found} vs {expected}); "
+                f"delete {checkpoints} to start afresh"
+            )
+        return
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    write_json(expected, path)
+
+
+def step_callback(on_step: Callable[[int], None]) -> Any:
+    """A trainer callback calling ``on_step(step)`` after each optimizer step (1-based),
+    before that step's checkpoint is saved; tests raise from it to simulate a killed job."""
+    from transformers import TrainerCallback
+
+    class OnStep(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            on_step(state.global_step)
+
+    return OnStep()

@@ -69,17 +69,23 @@ from typing import Any
 from citeval.errors import CitevalError, InputDataError
 from citeval.io import atomic_path, write_json
 from citeval.rerank.data import check_in_corpus, read_ranked_run, read_run_texts
-from citeval.training import check_max_steps, fitted_trainer, loop_arguments, precision
+from citeval.training import (
+    TRAINER_STATE,
+    check_fingerprint,
+    check_max_steps,
+    fitted_trainer,
+    last_checkpoint,
+    loop_arguments,
+    precision,
+    step_callback,
+)
 from citeval.trec import read_qrels
 
 LOG = logging.getLogger(__name__)
 
 FINAL_DIR = "model"
 CHECKPOINT_DIR = "checkpoints"
-FINGERPRINT_JSON = "fingerprint.json"
 TRAINING_JSON = "training.json"
-# transformers writes this file last when it saves a checkpoint.
-TRAINER_STATE = "trainer_state.json"
 # Not config settings: the command's defaults for these are these constants.
 SAVE_STEPS = 500
 LOGGING_STEPS = 50
@@ -174,51 +180,6 @@ def fingerprint(settings: TrainSettings, pairs: Sequence[Pair]) -> dict[str, Any
     }
 
 
-def last_checkpoint(checkpoints: Path) -> Path | None:
-    """The latest complete checkpoint under ``checkpoints`` (None: none).
-
-    A checkpoint folder without ``trainer_state.json`` was being written when the job died:
-    it is removed, and the one before it (kept until a save completes) is taken.
-    """
-    from transformers.trainer_utils import get_last_checkpoint
-
-    while checkpoints.is_dir():
-        found = get_last_checkpoint(str(checkpoints))
-        if found is None:
-            return None
-        path = Path(found)
-        if (path / TRAINER_STATE).is_file():
-            return path
-        LOG.warning("%s is incomplete (no %s): removing it", path, TRAINER_STATE)
-        shutil.rmtree(path)
-    return None
-
-
-def _check_fingerprint(checkpoints: Path, expected: dict[str, Any], resume: Path | None) -> None:
-    """Refuse checkpoints written with other settings or pairs; record ours otherwise."""
-    path = checkpoints / FINGERPRINT_JSON
-    if resume is not None:
-        found = json.loads(path.read_text()) if path.is_file() else None
-        if found != expected:
-            raise CitevalError(
-                f"{resume} was written with other settings or pairs ({found} vs {expected}); "
-                f"delete {checkpoints} to start afresh"
-            )
-        return
-    checkpoints.mkdir(parents=True, exist_ok=True)
-    write_json(expected, path)
-
-
-def _step_callback(on_step: Callable[[int], None]) -> Any:
-    from transformers import TrainerCallback
-
-    class OnStep(TrainerCallback):
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            on_step(state.global_step)
-
-    return OnStep()
-
-
 def _dataset(
     reranker: Any, pairs: Sequence[Pair], texts: dict[str, tuple[str | None, str | None]]
 ) -> Any:
@@ -283,7 +244,7 @@ def _trainer(
             args=arguments,
             train_dataset=dataset,
             loss=BinaryCrossEntropyLoss(reranker.model),
-            callbacks=[_step_callback(on_step)] if on_step is not None else None,
+            callbacks=[step_callback(on_step)] if on_step is not None else None,
         )
 
     return fitted_trainer(
@@ -332,7 +293,7 @@ def train(
     checkpoints = output / CHECKPOINT_DIR
     expected = fingerprint(settings, pairs)
     resume = last_checkpoint(checkpoints)
-    _check_fingerprint(checkpoints, expected, resume)
+    check_fingerprint(checkpoints, expected, resume)
     state = json.loads((resume / TRAINER_STATE).read_text()) if resume is not None else {}
     # The trainer resumed from the last step's checkpoint would take one step more: that
     # checkpoint (the job died before the model folder was renamed) is the model.

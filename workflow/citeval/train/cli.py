@@ -124,6 +124,7 @@ def fit_command(args: argparse.Namespace) -> None:
         settings,
         args.output_dir,
         device=args.device,
+        memory_limit=args.memory_limit,
         save_steps=args.save_steps,
         logging_steps=args.logging_steps,
         loss_name=args.loss,

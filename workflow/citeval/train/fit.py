@@ -9,41 +9,54 @@ with L2 distance, ξ = 1, AdamW at 2e-5, 2 epochs and an effective batch of 32. 
   way (:func:`citeval.models.build_text`, ``max_length`` tokens);
 * the distance is the one the model is evaluated with (``similarity``): l2 → Euclidean,
   cosine → 1 − cosine, ip → the negative inner product;
+* the triplets' texts are written to an Arrow file beside the checkpoints and memory-mapped
+  (:mod:`citeval.train.inputs`), so memory does not grow with the number of triplets;
 * ``SentenceTransformerTrainer`` runs the loop (AdamW, linear warm-up and decay; on CUDA
   bf16 or fp16 mixed precision, the effective batch split by memory, tokenization in
   data-loader workers: :mod:`citeval.training`), saves a checkpoint every ``save_steps``
-  and resumes from the latest one;
+  and resumes from the latest complete one, skipping the batches already trained on
+  (checkpoints of other settings or triplets are refused);
 * the finished model is a sentence-transformers folder written atomically to
   ``<output>/model`` with ``training.json``; when that file exists, nothing is redone.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
-from citeval.errors import ConfigError, InputDataError
+from citeval.errors import ConfigError
 from citeval.io import atomic_path, file_fingerprint, write_json
 from citeval.models import (
     ModelSpec,
-    build_text,
     resolve_device,
     resolve_model_path,
     transformer_dir,
 )
-from citeval.training import check_max_steps, fitted_trainer, loop_arguments, precision
+from citeval.training import (
+    TRAINER_STATE,
+    check_fingerprint,
+    check_max_steps,
+    fitted_trainer,
+    last_checkpoint,
+    loop_arguments,
+    precision,
+    step_callback,
+)
 
 LOG = logging.getLogger(__name__)
 FINAL_DIR = "model"
 TRAINING_JSON = "training.json"
 CHECKPOINT_DIR = "checkpoints"
+# The triplets' texts, memory-mapped while training (deleted with the checkpoints).
+TEXTS_FILE = "triplet_texts.arrow"
 _POOLINGS = {"cls": "cls", "mean": "mean"}
 
 
@@ -108,40 +121,6 @@ def build_model(spec: ModelSpec, device: str) -> Any:
     return SentenceTransformer(modules=[transformer, pooling], device=str(resolve_device(device)))
 
 
-def read_triplet_texts(
-    triplets_path: str | os.PathLike,
-    papers_dir: str | os.PathLike,
-    sep: str,
-    anchor_papers: str | os.PathLike | None = None,
-) -> dict[str, list[str]]:
-    """``{"anchor": [...], "positive": [...], "negative": [...]}`` texts of the triplets.
-
-    Anchors are papers of ``anchor_papers`` when given (the local task's contexts, in
-    ``query_papers/``), else of ``papers_dir`` like the positives and negatives.
-    """
-    from citeval.rerank.data import read_papers
-
-    path = Path(triplets_path)
-    if not path.is_file():
-        raise InputDataError("not found", path=str(path))
-    table = pq.read_table(path)
-    columns = {"anchor": "query_id", "positive": "positive_id", "negative": "negative_id"}
-    ids = {role: table.column(column).to_pylist() for role, column in columns.items()}
-    if anchor_papers is None:
-        texts = read_papers(papers_dir, {paper for values in ids.values() for paper in values})
-    else:
-        texts = read_papers(papers_dir, {*ids["positive"], *ids["negative"]})
-        texts.update(read_papers(anchor_papers, set(ids["anchor"])))
-    for role, column in columns.items():
-        for row, paper_id in enumerate(ids[role]):
-            if paper_id not in texts:
-                raise InputDataError(
-                    f"paper {paper_id!r} is not in the papers corpus",
-                    path=str(path), line=row + 1, field=column,
-                )  # fmt: skip
-    return {role: [build_text(*texts[p], sep) for p in values] for role, values in ids.items()}
-
-
 LOSSES = ("triplet", "in_batch")
 
 
@@ -191,24 +170,29 @@ def train_encoder(
     output_dir: str | os.PathLike,
     *,
     device: str,
+    memory_limit: str,
     save_steps: int = SAVE_STEPS,
     logging_steps: int = LOGGING_STEPS,
     loss_name: str = "triplet",
     anchor_papers: str | os.PathLike | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> Path:
     """Train ``spec``'s model on the triplets and save it to ``<output_dir>/model``.
 
     ``loss_name``: ``triplet`` (SciNCL's and SPECTER's margin loss) or ``in_batch``
     (multiple negatives ranking: each anchor against its positive, its negative and every
     other triplet's positive and negative in the batch, the usual loss of retrieval
-    bi-encoders, for the local prefetcher).
+    bi-encoders, for the local prefetcher). ``memory_limit`` bounds DuckDB's join of the
+    triplets with their texts (:mod:`citeval.train.inputs`). ``on_step(step)`` is called
+    after each optimizer step; tests raise from it to simulate a killed job.
     """
-    from datasets import Dataset
     from sentence_transformers import (
+        SentenceTransformer,
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
     )
-    from transformers.trainer_utils import get_last_checkpoint
+
+    from citeval.train.inputs import is_current, open_triplet_texts, write_triplet_texts
 
     output = Path(output_dir)
     final = output / FINAL_DIR
@@ -217,72 +201,102 @@ def train_encoder(
         return final
     started = time.perf_counter()
     model = build_model(spec, device)
-    texts = read_triplet_texts(
-        triplets_path, papers_dir, model.tokenizer.sep_token, anchor_papers=anchor_papers
-    )
-    loss = build_loss(model, spec, settings, loss_name)
+    texts_path = output / TEXTS_FILE
+    if not is_current(texts_path, triplets_path):
+        write_triplet_texts(
+            triplets_path, papers_dir, model.tokenizer.sep_token, texts_path,
+            memory_limit=memory_limit, anchor_papers=anchor_papers,
+        )  # fmt: skip
+    dataset = open_triplet_texts(texts_path)
     checkpoints = output / CHECKPOINT_DIR
-    dataset = Dataset.from_dict(texts)
-
-    def make_trainer(micro_batch: int, accumulation: int) -> Any:
-        arguments = SentenceTransformerTrainingArguments(
-            **loop_arguments(
-                settings,
-                str(checkpoints),
-                device=model.device,
-                batch=(micro_batch, accumulation),
-                save_steps=save_steps,
-                logging_steps=logging_steps,
-            ),
-            # In-batch negatives: a batch never holds the same text twice (a false negative).
-            batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
-        )
-        return SentenceTransformerTrainer(
-            model=model, args=arguments, train_dataset=dataset, loss=loss
-        )
-
-    # The triplet loss is a mean over triplets: any split of the batch trains the same.
-    # In-batch negatives are the micro-batch itself, so that loss keeps the configured one.
-    trainer, batch = fitted_trainer(
-        make_trainer,
-        (settings.batch_size, settings.gradient_accumulation),
-        device=model.device,
-        refit=loss_name == "triplet",
-    )
-    resume = get_last_checkpoint(checkpoints) if checkpoints.is_dir() else None
+    triplets_sha256 = file_fingerprint(triplets_path)
+    expected = {
+        "base": spec.to_config(),
+        "settings": asdict(settings),
+        "loss": loss_name,
+        "triplets_sha256": triplets_sha256,
+    }
+    resume = last_checkpoint(checkpoints)
+    check_fingerprint(checkpoints, expected, resume)
+    state = json.loads((resume / TRAINER_STATE).read_text()) if resume is not None else {}
     if resume is not None:
-        LOG.info("resuming from %s", resume)
-    result = trainer.train(resume_from_checkpoint=resume)
+        LOG.info("resuming from %s (step %d)", resume, state["global_step"])
+
+    if state and state["global_step"] >= state["max_steps"]:
+        # The trainer resumed from its last step's checkpoint would take a step more: that
+        # checkpoint (the job died before the model folder was renamed) is the model.
+        LOG.info("%s is the last step's checkpoint: the model is taken from it", resume)
+        model = SentenceTransformer(str(resume), device=str(model.device))
+        log_history, steps, batch = state["log_history"], state["global_step"], None
+        train_loss = train_seconds = triplets_per_second = None
+    else:
+        loss = build_loss(model, spec, settings, loss_name)
+
+        def make_trainer(micro_batch: int, accumulation: int) -> Any:
+            arguments = SentenceTransformerTrainingArguments(
+                **loop_arguments(
+                    settings,
+                    str(checkpoints),
+                    device=model.device,
+                    batch=(micro_batch, accumulation),
+                    save_steps=save_steps,
+                    logging_steps=logging_steps,
+                ),
+                # In-batch negatives: a batch never holds the same text twice (a false
+                # negative).
+                batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
+            )
+            return SentenceTransformerTrainer(
+                model=model,
+                args=arguments,
+                train_dataset=dataset,
+                loss=loss,
+                callbacks=[step_callback(on_step)] if on_step is not None else None,
+            )
+
+        # The triplet loss is a mean over triplets: any split of the batch trains the same.
+        # In-batch negatives are the micro-batch itself, so that loss keeps the configured
+        # one.
+        trainer, batch = fitted_trainer(
+            make_trainer,
+            (settings.batch_size, settings.gradient_accumulation),
+            device=model.device,
+            refit=loss_name == "triplet",
+        )
+        # A resumed trainer skips the batches of the interrupted epoch that it has trained
+        # on (their rows are never read) and replays the sampler's order from there.
+        result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        log_history, steps = trainer.state.log_history, int(result.global_step)
+        train_loss = float(result.training_loss)
+        train_seconds = round(float(result.metrics["train_runtime"]), 3)
+        triplets_per_second = round(float(result.metrics["train_samples_per_second"]), 3)
     seconds = time.perf_counter() - started
     with atomic_path(final) as temporary:
         model.save(str(temporary))
         write_json(
             {
-                "base": spec.to_config(),
-                "settings": asdict(settings),
-                "loss": loss_name,
+                **expected,
                 "triplets": str(triplets_path),
-                "triplets_sha256": file_fingerprint(triplets_path),
-                "num_triplets": len(texts["anchor"]),
-                "steps": int(result.global_step),
-                "train_loss": float(result.training_loss),
+                "num_triplets": len(dataset),
+                "steps": steps,
+                "train_loss": train_loss,
                 "loss_history": [
                     {"step": entry["step"], "loss": entry["loss"]}
-                    for entry in trainer.state.log_history
+                    for entry in log_history
                     if "loss" in entry
                 ],
+                "resumed_from": str(resume) if resume is not None else None,
                 "device": model.device.type,
                 "precision": precision(model.device),
-                "micro_batch": batch[0],
-                "gradient_accumulation": batch[1],
+                "micro_batch": None if batch is None else batch[0],
+                "gradient_accumulation": None if batch is None else batch[1],
                 "seconds": round(seconds, 3),
-                "train_seconds": round(float(result.metrics["train_runtime"]), 3),
-                "triplets_per_second": round(float(result.metrics["train_samples_per_second"]), 3),
+                "train_seconds": train_seconds,
+                "triplets_per_second": triplets_per_second,
             },
             temporary / TRAINING_JSON,
         )
     shutil.rmtree(checkpoints, ignore_errors=True)
-    LOG.info(
-        "trained %s on %d triplets in %.1f s: %s", spec.name, len(texts["anchor"]), seconds, final
-    )
+    texts_path.unlink()
+    LOG.info("trained %s on %d triplets in %.1f s: %s", spec.name, len(dataset), seconds, final)
     return final
