@@ -103,22 +103,35 @@ def triplet_distance(similarity: str) -> Any:
     return distances[similarity]
 
 
-def build_model(spec: ModelSpec, device: str) -> Any:
-    """A SentenceTransformer of the registry entry: its transformer and its pooling."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+def _transformer_path(spec: ModelSpec) -> str:
+    root = resolve_model_path(spec.path)
+    return transformer_dir(root) if os.path.isdir(root) else root
 
+
+def check_trainable(spec: ModelSpec) -> None:
     if spec.pooling not in _POOLINGS or spec.adapter:
         raise ConfigError(
             f"models.{spec.name}: training supports cls or mean pooling without an adapter, "
             f"not pooling={spec.pooling!r} adapter={spec.adapter!r}"
         )
-    root = resolve_model_path(spec.path)
-    transformer = Transformer(
-        transformer_dir(root) if os.path.isdir(root) else root, max_seq_length=spec.max_length
-    )
+
+
+def build_model(spec: ModelSpec, device: str) -> Any:
+    """A SentenceTransformer of the registry entry: its transformer and its pooling."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    check_trainable(spec)
+    transformer = Transformer(_transformer_path(spec), max_seq_length=spec.max_length)
     pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode=_POOLINGS[spec.pooling])
     return SentenceTransformer(modules=[transformer, pooling], device=str(resolve_device(device)))
+
+
+def separator(spec: ModelSpec) -> str:
+    """The tokenizer's separator token, which joins a paper's title and abstract."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(_transformer_path(spec)).sep_token
 
 
 LOSSES = ("triplet", "in_batch")
@@ -199,15 +212,17 @@ def train_encoder(
     if (final / TRAINING_JSON).is_file():
         LOG.info("%s exists: training is finished, nothing to do", final / TRAINING_JSON)
         return final
+    check_trainable(spec)
     started = time.perf_counter()
-    model = build_model(spec, device)
     texts_path = output / TEXTS_FILE
+    # Before the model is loaded: the join's memory and the training's do not add up.
     if not is_current(texts_path, triplets_path):
         write_triplet_texts(
-            triplets_path, papers_dir, model.tokenizer.sep_token, texts_path,
+            triplets_path, papers_dir, separator(spec), texts_path,
             memory_limit=memory_limit, anchor_papers=anchor_papers,
         )  # fmt: skip
     dataset = open_triplet_texts(texts_path)
+    model = build_model(spec, device)
     checkpoints = output / CHECKPOINT_DIR
     triplets_sha256 = file_fingerprint(triplets_path)
     expected = {
