@@ -6,8 +6,8 @@ each stage as one child process, with its wall time, CPU time and peak RSS (``os
 
 1. ``train graph``: the citation graph without held-out queries (none are held out here:
    the cost is the scan and the renumbering, not the removal);
-2. ``train embed-graph``: scikit-network's RandomProjection at ``--dim`` (64) and
-   ``--iterations`` (3), the schema's defaults;
+2. ``train embed-graph``: Cleora at ``--dim`` (64) and ``--iterations`` (16), the
+   schema's defaults;
 3. ``train triplets --sampler scincl`` and ``--sampler specter`` for ``--num-queries``
    query papers (1,000) with the paper's bands (k_positive 25, k_hard 4,000);
 4. ``train fit`` on the first ``--fit-triplets`` scincl triplets (256) for one epoch with
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reuse-data", type=Path, action="append", default=[])
     parser.add_argument("--fresh", action="store_true", help="redo the cached preparation")
     parser.add_argument("--dim", type=int, default=64)
-    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=16)
     parser.add_argument("--num-queries", type=int, default=1000)
     parser.add_argument("--fit-triplets", type=int, default=256)
     parser.add_argument("--max-length", type=int, default=128)
