@@ -52,6 +52,7 @@ import pyarrow.parquet as pq
 import torch
 from synthetic import SyntheticText, build_random_bert
 
+from citeval.config import schema_default
 from citeval.encode import DEFAULT_CHUNK_SIZE, iter_encoded
 from citeval.models import ModelSpec, load_encoder, resolve_device, resolve_model_path
 from citeval.rerank.model import Reranker, load_cross_encoder
@@ -321,7 +322,8 @@ def bench_train(
             device,
             lambda triplets=triplets, count=count: train_encoder(
                 triplets, papers_dir, spec, settings, workdir / f"fit-{count}",
-                device=device.type, logging_steps=10_000, save_steps=10_000,
+                device=device.type, memory_limit=schema_default("ingest.memory_limit"),
+                logging_steps=10_000, save_steps=10_000,
             ),
         )  # fmt: skip
         record = json.loads((workdir / f"fit-{count}" / "model" / "training.json").read_text())

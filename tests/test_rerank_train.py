@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from interruption import Killed, die_at
 from rerank_builder import cpu_reranker, write_papers, write_qrels, write_ranked_run
 
 from citeval import stages
@@ -163,18 +164,6 @@ def test_same_seed_same_model_bytes_and_a_finished_run_is_not_redone(
     assert (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns == stamp
 
 
-class Killed(Exception):
-    pass
-
-
-def _die_at(step: int):
-    def on_step(done: int) -> None:
-        if done == step:
-            raise Killed
-
-    return on_step
-
-
 def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_model(
     tiny_bert_dir: Path, inputs: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -189,7 +178,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_model(
 
     out = tmp_path / "cut"
     with pytest.raises(Killed):
-        train(pairs, texts, settings, out, on_step=_die_at(5), **options)
+        train(pairs, texts, settings, out, on_step=die_at(5), **options)
     checkpoints = out / CHECKPOINT_DIR
     assert not (out / FINAL_DIR).exists()
     assert sorted(p.name for p in checkpoints.iterdir() if p.is_dir()) == ["checkpoint-4"]
@@ -233,7 +222,7 @@ def test_a_half_written_checkpoint_is_dropped_and_other_settings_are_refused(
     shutil.rmtree(out / FINAL_DIR)
     shutil.rmtree(checkpoints / "checkpoint-4")
     with pytest.raises(Killed):  # keep checkpoint-2 and leave a checkpoint-3 cut short
-        train(pairs, texts, settings, out, keep_checkpoints=True, on_step=_die_at(3), **options)
+        train(pairs, texts, settings, out, keep_checkpoints=True, on_step=die_at(3), **options)
     (checkpoints / "checkpoint-3").mkdir()
     (checkpoints / "checkpoint-3" / "model.safetensors").write_bytes(b"half")
 

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import torch
+from interruption import Killed, die_at
 from rerank_builder import write_papers
 
 from citeval.config import schema_default
@@ -388,18 +389,6 @@ def test_duplicate_papers_are_reported_not_trained_on_twice(
     assert not (tmp_path / "t.arrow").exists()
 
 
-class Killed(Exception):
-    pass
-
-
-def _die_at(step: int):
-    def on_step(done: int) -> None:
-        if done == step:
-            raise Killed
-
-    return on_step
-
-
 def test_a_killed_run_resumes_without_rereading_the_triplets_it_trained_on(
     tmp_path: Path, tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -435,7 +424,7 @@ def test_a_killed_run_resumes_without_rereading_the_triplets_it_trained_on(
     ) == list(range(16))
 
     with pytest.raises(Killed):
-        fit("cut", on_step=_die_at(5))
+        fit("cut", on_step=die_at(5))
     checkpoints = tmp_path / "cut" / "checkpoints"
     assert sorted(p.name for p in checkpoints.iterdir() if p.is_dir()) == ["checkpoint-3"]
     with pytest.raises(CitevalError, match="other settings or data"):
