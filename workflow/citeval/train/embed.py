@@ -6,7 +6,8 @@ sparse propagation (Rust, built for graphs of billions of edges): a seeded Gauss
 per node, multiplied ``iterations`` times by the random-walk matrix of the symmetric
 citation graph (each line of the edge list also links a node to itself, so the walk is
 lazy) and L2-normalised after each step. Its memory is the edge list plus two float32
-``nodes × dim`` matrices, and its vectors are unit-norm, so the k-NN search
+``nodes × dim`` matrices (the columns are propagated in :data:`BLOCKS` blocks), and its
+vectors are unit-norm, so the k-NN search
 (:mod:`citeval.train.triplets`) ranks neighbours by cosine similarity.
 
 pycleora reads its graph from text files, one edge a line; DuckDB writes that file from
@@ -38,6 +39,10 @@ EMBEDDING_FILE = "embedding.npy"
 META_FILE = "embedding.json"
 # One entity type on both sides of each line: pycleora's homogeneous graph.
 EDGE_COLUMNS = "complex::reflexive::paper"
+# pycleora's propagation holds its input, a copy of it and its result: propagated as two
+# column blocks, the vectors take two nodes × dim matrices at the peak instead of three,
+# for about 1.5 times the time a step (docs/benchmarks.md).
+BLOCKS = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,15 +103,23 @@ def embed_graph(
     # blurs neighbours into random papers; a seeded Gaussian start does not. It is drawn
     # in pycleora's entity order, which the sorted edge list fixes.
     rng = np.random.default_rng(settings.seed)
-    vectors = rng.standard_normal((num_nodes, settings.dim), dtype=np.float32)
+    start = rng.standard_normal((num_nodes, settings.dim), dtype=np.float32)
+    blocks = [np.ascontiguousarray(block) for block in np.array_split(start, BLOCKS, axis=1)]
+    del start
     for step in range(settings.iterations):
-        vectors = graph.left_markov_propagate(vectors, num_workers=threads)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        for i in range(len(blocks)):
+            blocks[i] = graph.left_markov_propagate(blocks[i], num_workers=threads)
+        norms = np.sqrt(sum(np.einsum("ij,ij->i", block, block) for block in blocks))
+        for block in blocks:
+            block /= norms[:, None]
         LOG.info("iteration %d of %d", step + 1, settings.iterations)
     del graph
-    in_node_order = np.empty_like(vectors)
-    in_node_order[entity_nodes] = vectors
-    del vectors
+    in_node_order = np.empty((num_nodes, settings.dim), dtype=np.float32)
+    first = 0
+    for block in blocks:
+        in_node_order[entity_nodes, first : first + block.shape[1]] = block
+        first += block.shape[1]
+    del blocks
     with atomic_path(output / EMBEDDING_FILE) as temporary, open(temporary, "wb") as handle:
         np.save(handle, in_node_order)
     meta = {
