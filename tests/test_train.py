@@ -335,6 +335,32 @@ def test_embedding_rows_follow_the_node_order(tmp_path: Path) -> None:
     assert similarity[same].min() > similarity[different].max()
 
 
+@pytest.mark.parametrize("dim", [5, 8])
+def test_propagating_column_blocks_is_propagating_the_whole_matrix(
+    tmp_path: Path, dim: int
+) -> None:
+    """The embedding is the seeded start propagated as one matrix, in pycleora's entity
+    order, normalised after each step, and put in node order: the blocks (even or not)
+    only bound the memory."""
+    import pycleora
+
+    from citeval.train.embed import EDGE_COLUMNS, write_edge_lines
+
+    graph_dir = graph_of(tmp_path, two_cliques(5))
+    settings = embedding_settings(dim=dim, iterations=3, seed=5)
+    embed_graph(graph_dir, settings, tmp_path / "e", threads=1)
+    lines = tmp_path / "edges.txt"
+    write_edge_lines(graph_dir / "edges.parquet", lines)
+    matrix = pycleora.SparseMatrix.from_files([str(lines)], EDGE_COLUMNS)
+    vectors = np.random.default_rng(5).standard_normal((matrix.num_entities, dim), np.float32)
+    for _ in range(3):
+        vectors = matrix.left_markov_propagate(vectors)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = np.empty_like(vectors)
+    expected[np.asarray(matrix.entity_ids, dtype=np.int64)] = vectors
+    assert np.allclose(load_embedding(tmp_path / "e"), expected, atol=1e-6)
+
+
 @pytest.mark.parametrize("config_file", ["config.yaml", "acm-cr.yaml"])
 def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) -> None:
     config = load_config_file(ROOT / "config" / config_file)
