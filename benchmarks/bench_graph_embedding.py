@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sample", type=int, default=2000, help="nodes whose neighbours count")
     parser.add_argument("--queries", type=int, default=0, help="scincl triplet queries (0: none)")
     parser.add_argument("--index", default="auto", help="train.triplets.scincl.index")
-    parser.add_argument("--ivf-nprobe", type=int, default=64)
+    parser.add_argument("--min-recall", type=float, default=0.95, help="an IVF index's")
     parser.add_argument("--memory-limit", default="4GB", help="DuckDB's, for the graph step")
     parser.add_argument("--fresh", action="store_true", help="rerun the graph and embeddings")
     parser.add_argument("--output", type=Path)
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             str(work / "scincl"),
         ]
         command += ["--num-queries", str(args.queries), "--seed", str(args.seed), *threads]
-        command += ["--index", args.index, "--ivf-nprobe", str(args.ivf_nprobe)]
+        command += ["--index", args.index, "--min-recall", str(args.min_recall)]
         steps["triplets"] = measured_once("triplets", command, work, fresh=True)
         steps["triplets"]["report"] = json.loads(
             (work / "scincl" / "triplets_report.json").read_text()

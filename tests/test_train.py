@@ -52,7 +52,7 @@ def triplet_settings(**values) -> TripletSettings:
 
 def search_settings(**values) -> SearchSettings:
     """The schema's neighbour-search settings but for ``values``."""
-    names = ("index", "ivf_nprobe", "recall_sample")
+    names = ("index", "min_recall", "recall_sample")
     return SearchSettings(**{**_schema_defaults("train.triplets.scincl", *names), **values})
 
 
@@ -192,7 +192,7 @@ def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path, ind
     # Node i sits at angle 0.05 * i**1.5 on the unit circle (no two gaps tie), so node 0's
     # neighbours by cosine are 1, 2, 3, ... in order: positives = ranks 2..3 (k_positive 3,
     # 2 of them), the hard negative = rank 6 (k_hard 6), easy negatives from ranks past 6.
-    # The IVF index searches every one of its lists here, so it finds what exact search does.
+    # Held to a recall of 1, the IVF index finds what exact search does.
     n = 14
     graph = ring_graph(tmp_path, n)
     angles = 0.05 * np.arange(n) ** 1.5
@@ -201,7 +201,7 @@ def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path, ind
     settings = triplet_settings(
         num_queries=n, per_query=2, hard_negatives=1, k_positive=3, k_hard=6, seed=1
     )
-    search = search_settings(index=index, ivf_nprobe=n, recall_sample=n)
+    search = search_settings(index=index, min_recall=1.0, recall_sample=n)
     triplets, report = sample_scincl(graph, eligible, embedding, settings, search)
     assert report["index"] == index
     if index == "ivf":
@@ -249,25 +249,37 @@ def test_auto_searches_exactly_up_to_the_pair_budget() -> None:
     assert chosen_index(search_settings(index="flat"), 10**6, 10**9) == "flat"
 
 
-def test_ivf_recall_is_the_share_of_exact_neighbours_found() -> None:
-    """Against a recall worked out here with numpy: exact ranks by sorting all inner
-    products, the approximate ones from the IVF index itself."""
+@pytest.mark.parametrize("min_recall", [0.6, 0.9])
+def test_ivf_searches_the_fewest_lists_that_reach_the_recall(min_recall: float) -> None:
+    """nprobe doubles from 1 until the recall at both depths reaches the minimum; each
+    trial's recall is checked against one worked out here with numpy (exact ranks by
+    sorting every inner product, the approximate ones from the IVF index itself)."""
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((400, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    search = BandSearch(vectors, search_settings(index="ivf", ivf_nprobe=1), 50, seed=3)
     rows = np.arange(0, 400, 8)
-    report = search.report(rows, {"k_positive": 5, "k_hard": 40}, sample=len(rows), seed=0)
-    _, approximate = search.index.search(vectors[rows], 41)
-    exact = np.argsort(-(vectors[rows] @ vectors.T), axis=1, kind="stable")
-    for name, k in (("k_positive", 5), ("k_hard", 40)):
-        shares = [
-            np.isin(truth[truth != row][:k], found[found != row][:k]).mean()
-            for row, truth, found in zip(rows, exact, approximate, strict=True)
-        ]
-        assert report[f"recall_at_{name}"] == pytest.approx(np.mean(shares), abs=1e-4)
-    assert report["recall_at_k_hard"] < 1.0, "one list of 20 should miss neighbours"
+    depths = {"k_positive": 5, "k_hard": 40}
+    settings = search_settings(index="ivf", min_recall=min_recall, recall_sample=len(rows))
+    search = BandSearch(vectors, settings, rows, depths, seed=3)
+    report = search.report()
     assert report["index"] == "ivf" and report["nlist"] == 20 and report["recall_queries"] == 50
+    trials = report["calibration"]
+    assert [trial["nprobe"] for trial in trials] == [2**i for i in range(len(trials))]
+    exact = np.argsort(-(vectors[rows] @ vectors.T), axis=1, kind="stable")
+    for trial in trials:
+        search.index.nprobe = trial["nprobe"]
+        _, approximate = search.index.search(vectors[rows], 41)
+        for name, k in depths.items():
+            shares = [
+                np.isin(truth[truth != row][:k], found[found != row][:k]).mean()
+                for row, truth, found in zip(rows, exact, approximate, strict=True)
+            ]
+            assert trial[f"recall_at_{name}"] == pytest.approx(np.mean(shares), abs=1e-4)
+    reached = [min(trial["recall_at_k_positive"], trial["recall_at_k_hard"]) for trial in trials]
+    assert reached[-1] >= min_recall and all(value < min_recall for value in reached[:-1])
+    assert len(trials) > 1, "one list of 20 should miss neighbours"
+    assert report["nprobe"] == trials[-1]["nprobe"]
+    assert report["recall_at_k_hard"] == trials[-1]["recall_at_k_hard"]
 
 
 def test_bad_triplet_settings_are_config_errors() -> None:

@@ -290,7 +290,7 @@ class SciNCLBands(Section):
     k_positive: int
     k_hard: int
     index: Literal["auto", "flat", "ivf"]
-    ivf_nprobe: int
+    min_recall: float
     recall_sample: int
 
 

@@ -21,10 +21,10 @@ Settings are config keys, each defaulting to the schema's value (``--help`` show
 ``graph`` takes ``--memory-limit`` (:data:`citeval.stages.TRAIN_GRAPH`); ``embed-graph``
 ``--dim --iterations --seed`` (:data:`citeval.stages.TRAIN_EMBED_GRAPH`);
 ``triplets`` ``--num-queries --per-query --hard-negatives --k-positive --k-hard --index
---ivf-nprobe --recall-sample --seed``
+--min-recall --recall-sample --seed``
 (:data:`citeval.stages.TRAIN_TRIPLETS`); ``fit`` ``--epochs --batch-size
 --gradient-accumulation --learning-rate --weight-decay --warmup-steps --margin --max-steps
---device --seed`` (:data:`citeval.stages.TRAIN_FIT`; ``--max-steps -1``: the epochs
+--device --seed --memory-limit`` (:data:`citeval.stages.TRAIN_FIT`; ``--max-steps -1``: the epochs
 decide). The other flags are wiring.
 """
 
@@ -84,7 +84,7 @@ def triplets_command(args: argparse.Namespace) -> None:
         seed=args.seed,
     )
     search = SearchSettings(
-        index=args.index, ivf_nprobe=args.ivf_nprobe, recall_sample=args.recall_sample
+        index=args.index, min_recall=args.min_recall, recall_sample=args.recall_sample
     )
     report = write_triplets(
         args.sampler, args.graph, args.filtered, settings, args.output_dir,

@@ -4,10 +4,14 @@ The bands reach far down the ranking (hard negatives at rank 4,000 by default), 
 search is sized by the work it does: an exact inner-product index (Faiss ``IndexFlatIP``
 over the unit-norm vectors) while queries × eligible papers stays within
 :data:`EXACT_PAIRS`, an IVF index beyond it (``IndexIVFFlat`` with ``√n`` lists, long
-ones, since each query needs thousands of neighbours; ``nprobe`` of them are searched).
-``index`` in ``train.triplets.scincl`` overrides the choice. Where the IVF index is used,
-its recall@k against exact search on a seeded sample of the queries goes into the
-triplets report, at the positives' depth and at the hard negatives'.
+ones, since each query needs thousands of neighbours). ``index`` in
+``train.triplets.scincl`` overrides the choice.
+
+An IVF index is held to a recall: on ``recall_sample`` seeded queries, its neighbours are
+compared with exact search's, and the lists searched a query (``nprobe``) double from 1
+until the recall at both band depths (k_positive and k_hard) reaches ``min_recall``, or
+every list is searched. The calibration and the recall it reached go into the triplets
+report.
 
 Faiss' GPU indexes return at most 2,048 neighbours a query, fewer than the default
 hard-negative depth, so the search runs on the CPU.
@@ -40,13 +44,13 @@ CHUNK_QUERIES = 2048
 
 @dataclass(frozen=True, kw_only=True)
 class SearchSettings:
-    """``index``, ``ivf_nprobe`` and ``recall_sample`` of ``train.triplets.scincl``.
+    """``index``, ``min_recall`` and ``recall_sample`` of ``train.triplets.scincl``.
 
     No field has a default here: the schema's are the only ones.
     """
 
     index: str
-    ivf_nprobe: int
+    min_recall: float
     recall_sample: int
 
     def check(self) -> None:
@@ -71,10 +75,19 @@ def without_self(found: np.ndarray, rows: np.ndarray, depth: int) -> np.ndarray:
 
 
 class BandSearch:
-    """Nearest neighbours of rows of ``vectors`` (unit-norm float32) among all its rows."""
+    """Nearest neighbours of rows of ``vectors`` (unit-norm float32) among all its rows.
+
+    ``query_rows`` are the rows that will be searched and ``depths`` the band depths
+    (name -> k) an IVF index is calibrated at (module docstring).
+    """
 
     def __init__(
-        self, vectors: np.ndarray, settings: SearchSettings, queries: int, seed: int
+        self,
+        vectors: np.ndarray,
+        settings: SearchSettings,
+        query_rows: np.ndarray,
+        depths: dict[str, int],
+        seed: int,
     ) -> None:
         import faiss
 
@@ -83,20 +96,51 @@ class BandSearch:
         settings.check()
         started = time.perf_counter()
         self.vectors = vectors
-        self.kind = chosen_index(settings, queries, len(vectors))
+        self.kind = chosen_index(settings, len(query_rows), len(vectors))
         self.params: dict[str, Any] = {}
+        self.search_seconds = 0.0
         if self.kind == "flat":
             self.index = faiss.IndexFlatIP(vectors.shape[1])
+            self.index.add(vectors)
         else:
             nlist = max(1, round(math.sqrt(len(vectors))))
             sample = ivf_training_rows(len(vectors), nlist, TRAIN_POINTS_PER_LIST, seed)
             self.index = trained_ivf_index(vectors[sample], nlist, "cosine", seed)
-            self.index.nprobe = min(settings.ivf_nprobe, nlist)
-            self.params = {"nlist": nlist, "nprobe": self.index.nprobe, "train": len(sample)}
-        self.index.add(vectors)
+            self.index.add(vectors)
+            self.params = {"nlist": nlist, "train": len(sample)}
+            self._calibrate(query_rows, depths, settings, seed)
         self.build_seconds = time.perf_counter() - started
         self.search_seconds = 0.0
         LOG.info("%s index over %d papers in %.1f s", self.kind, len(vectors), self.build_seconds)
+
+    def _calibrate(
+        self, rows: np.ndarray, depths: dict[str, int], settings: SearchSettings, seed: int
+    ) -> None:
+        """Double ``nprobe`` from 1 until the recall at every depth reaches the minimum."""
+        import faiss
+
+        from citeval.faiss_index import recall_at_k
+
+        rng = np.random.default_rng(seed)
+        checked = np.sort(rng.choice(rows, size=min(settings.recall_sample, len(rows)),
+                                     replace=False))  # fmt: skip
+        depth = max(depths.values())
+        _, exact = faiss.knn(self.vectors[checked], self.vectors, depth + 1)
+        exact = without_self(exact, checked, depth)
+        nlist, nprobe, trials = self.params["nlist"], 1, []
+        while True:
+            self.index.nprobe = nprobe
+            found = self.neighbours(checked, depth)
+            recall = {
+                f"recall_at_{name}": round(float(recall_at_k(found, exact, k).mean()), 4)
+                for name, k in depths.items()
+            }
+            trials.append({"nprobe": nprobe, **recall})
+            if min(recall.values()) >= settings.min_recall or nprobe == nlist:
+                break
+            nprobe = min(2 * nprobe, nlist)
+        LOG.info("IVF: %d of %d lists a query for a recall of %s", nprobe, nlist, recall)
+        self.params.update(nprobe=nprobe, recall_queries=len(checked), **recall, calibration=trials)
 
     def neighbours(self, rows: np.ndarray, depth: int) -> np.ndarray:
         """``(len(rows), depth)`` rows of ``vectors`` nearest each of ``rows``, best first,
@@ -106,30 +150,13 @@ class BandSearch:
         self.search_seconds += time.perf_counter() - started
         return without_self(found, rows, depth)
 
-    def report(self, rows: np.ndarray, depths: dict[str, int], sample: int, seed: int) -> dict:
-        """What was searched, how long it took, and for an IVF index its recall@k of each
-        of ``depths`` (name -> k) against exact search on ``sample`` of ``rows``."""
-        import faiss
-
-        from citeval.faiss_index import recall_at_k
-
-        report: dict[str, Any] = {
+    def report(self) -> dict:
+        """What was searched and how long it took; for an IVF index, its calibration and
+        the recall it reached against exact search."""
+        return {
             "index": self.kind,
             **self.params,
             "papers": len(self.vectors),
             "build_seconds": round(self.build_seconds, 3),
             "search_seconds": round(self.search_seconds, 3),
         }
-        if self.kind == "flat" or sample == 0:
-            return report
-        rng = np.random.default_rng(seed)
-        checked = np.sort(rng.choice(rows, size=min(sample, len(rows)), replace=False))
-        depth = max(depths.values())
-        approximate = self.neighbours(checked, depth)
-        _, exact = faiss.knn(self.vectors[checked], self.vectors, depth + 1)
-        exact = without_self(exact, checked, depth)
-        report["recall_queries"] = len(checked)
-        for name, k in depths.items():
-            recall = recall_at_k(approximate, exact, k).mean()
-            report[f"recall_at_{name}"] = round(float(recall), 4)
-        return report

@@ -203,7 +203,8 @@ def sample_scincl(
     faiss.normalize_L2(vectors)
     # Rows of the eligible papers (sorted node numbers), not node numbers, from here on.
     rows = np.searchsorted(eligible, queries)
-    bands = BandSearch(vectors, search, len(rows), settings.seed)
+    depths = {"k_positive": settings.k_positive, "k_hard": settings.k_hard}
+    bands = BandSearch(vectors, search, rows, depths, settings.seed)
     out = Triplets([], [], [], [], Counter(candidate_queries=len(eligible)))
     positive_band = slice(settings.k_positive - settings.per_query, settings.k_positive)
     hard_band = slice(settings.k_hard - settings.hard_negatives, settings.k_hard)
@@ -222,9 +223,7 @@ def sample_scincl(
                 easy = _random_outside(rng, eligible, excluded, settings.per_query - len(hard))
                 _append(out, graph, int(eligible[row]), positives, hard, easy)
             bar.update(len(chunk))
-    depths = {"k_positive": settings.k_positive, "k_hard": settings.k_hard}
-    report = bands.report(rows, depths, search.recall_sample, settings.seed)
-    return out, report
+    return out, bands.report()
 
 
 def _append(
