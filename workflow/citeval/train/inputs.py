@@ -32,6 +32,7 @@ from citeval.models import build_text
 LOG = logging.getLogger(__name__)
 
 ROLES = {"anchor": "query_id", "positive": "positive_id", "negative": "negative_id"}
+PAPER_COLUMNS = ("paper_id", "title", "abstract")
 ROWS_PER_CHUNK = 4096
 _TRIPLETS_SHA256 = b"citeval.triplets_sha256"
 
@@ -40,9 +41,14 @@ def _papers_view(con: duckdb.DuckDBPyConnection, name: str, papers_dir: str | os
     path = Path(papers_dir)
     if not path.is_dir() or not any(path.glob("*.parquet")):
         raise InputDataError("no parquet parts in the papers folder", path=str(path))
+    source = f"read_parquet('{parquet_glob(path)}')"
+    columns = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    missing = [column for column in PAPER_COLUMNS if column not in columns]
+    if missing:
+        raise InputDataError(f"papers have no column(s) {missing}", path=str(path))
     con.execute(
         f"CREATE VIEW {name} AS SELECT CAST(paper_id AS VARCHAR) AS paper_id, title, abstract "
-        f"FROM read_parquet('{parquet_glob(path)}')"
+        f"FROM {source}"
     )
 
 
