@@ -177,6 +177,8 @@ def test_specter_is_deterministic_for_a_seed(tmp_path: Path) -> None:
         report["queries"] == 3
         and report["triplets"] == report["hard_negatives"] + report["easy_negatives"]
     )
+    # Shortfalls are reported even when there are none.
+    assert report["queries_short_of_positives"] >= 0 and "queries_short_of_neighbours" not in report
 
 
 # --- SciNCL's sampler on an embedding worked out by hand ---------------------------------
@@ -204,6 +206,9 @@ def test_scincl_triplets_take_the_configured_neighbour_bands(tmp_path: Path, ind
     search = search_settings(index=index, min_recall=1.0, recall_sample=n)
     triplets, report = sample_scincl(graph, eligible, embedding, settings, search)
     assert report["index"] == index
+    assert triplets.counts[
+        "queries_short_of_neighbours"
+    ] == 0 and "queries_short_of_neighbours" in (triplets.counts)
     if index == "ivf":
         assert report["recall_at_k_positive"] == report["recall_at_k_hard"] == 1.0
     rows = [

@@ -159,7 +159,9 @@ def sample_specter(graph: Graph, eligible: np.ndarray, settings: TripletSettings
     cites_eligible[graph.citing[is_eligible[graph.cited]]] = True
     candidates = eligible[cites_eligible[eligible]].tolist()
     queries = _draw(rng, candidates, settings.num_queries)
-    out = Triplets([], [], [], [], Counter(candidate_queries=len(candidates)))
+    # Shortfalls are reported when there are none, too.
+    counts = Counter(candidate_queries=len(candidates), queries_short_of_positives=0)
+    out = Triplets([], [], [], [], counts)
     for query in queries:
         query_cites = cited(query)
         positives = _draw(rng, [int(n) for n in query_cites if is_eligible[n]], settings.per_query)
@@ -205,7 +207,10 @@ def sample_scincl(
     rows = np.searchsorted(eligible, queries)
     depths = {"k_positive": settings.k_positive, "k_hard": settings.k_hard}
     bands = BandSearch(vectors, search, rows, depths, settings.seed)
-    out = Triplets([], [], [], [], Counter(candidate_queries=len(eligible)))
+    counts = Counter(
+        candidate_queries=len(eligible), queries_short_of_positives=0, queries_short_of_neighbours=0
+    )
+    out = Triplets([], [], [], [], counts)
     positive_band = slice(settings.k_positive - settings.per_query, settings.k_positive)
     hard_band = slice(settings.k_hard - settings.hard_negatives, settings.k_hard)
     with tqdm(total=len(rows), desc="triplets", unit="query", mininterval=5) as bar:
