@@ -110,7 +110,7 @@ class BandSearch:
             self.params = {"nlist": nlist, "train": len(sample)}
             self._calibrate(query_rows, depths, settings, seed)
         self.build_seconds = time.perf_counter() - started
-        self.search_seconds = 0.0
+        self.search_seconds = 0.0  # the calibration's searches count as building
         LOG.info("%s index over %d papers in %.1f s", self.kind, len(vectors), self.build_seconds)
 
     def _calibrate(
@@ -131,12 +131,13 @@ class BandSearch:
         while True:
             self.index.nprobe = nprobe
             found = self.neighbours(checked, depth)
-            recall = {
-                f"recall_at_{name}": round(float(recall_at_k(found, exact, k).mean()), 4)
+            reached = {
+                f"recall_at_{name}": float(recall_at_k(found, exact, k).mean())
                 for name, k in depths.items()
             }
+            recall = {name: round(value, 4) for name, value in reached.items()}
             trials.append({"nprobe": nprobe, **recall})
-            if min(recall.values()) >= settings.min_recall or nprobe == nlist:
+            if min(reached.values()) >= settings.min_recall or nprobe == nlist:
                 break
             nprobe = min(2 * nprobe, nlist)
         LOG.info("IVF: %d of %d lists a query for a recall of %s", nprobe, nlist, recall)
