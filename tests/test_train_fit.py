@@ -377,11 +377,14 @@ def test_texts_on_disk_give_the_batches_of_texts_in_memory(
     assert not inputs.is_current(path, triplets)
 
 
-def test_papers_without_a_text_column_are_reported(tmp_path: Path) -> None:
+def test_inputs_without_a_needed_column_are_reported(tmp_path: Path) -> None:
     triplets, papers = triplet_inputs(tmp_path)
     part = next(papers.glob("*.parquet"))
     pq.write_table(pq.read_table(part).drop_columns(["abstract"]), part)
     with pytest.raises(InputDataError, match=r"no column\(s\) \['abstract'\]"):
+        write_triplet_texts(triplets, papers, "[SEP]", tmp_path / "t.arrow", memory_limit=MEMORY)
+    pq.write_table(pq.read_table(triplets).drop_columns(["negative_id"]), triplets)
+    with pytest.raises(InputDataError, match=r"triplets.parquet.*no column\(s\) \['negative_id'\]"):
         write_triplet_texts(triplets, papers, "[SEP]", tmp_path / "t.arrow", memory_limit=MEMORY)
 
 

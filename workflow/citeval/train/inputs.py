@@ -37,15 +37,21 @@ ROWS_PER_CHUNK = 4096
 _TRIPLETS_SHA256 = b"citeval.triplets_sha256"
 
 
+def _require_columns(
+    con: duckdb.DuckDBPyConnection, source: str, wanted: tuple[str, ...], path: Path
+) -> None:
+    columns = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    missing = [column for column in wanted if column not in columns]
+    if missing:
+        raise InputDataError(f"no column(s) {missing}", path=str(path))
+
+
 def _papers_view(con: duckdb.DuckDBPyConnection, name: str, papers_dir: str | os.PathLike) -> None:
     path = Path(papers_dir)
     if not path.is_dir() or not any(path.glob("*.parquet")):
         raise InputDataError("no parquet parts in the papers folder", path=str(path))
     source = f"read_parquet('{parquet_glob(path)}')"
-    columns = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    missing = [column for column in PAPER_COLUMNS if column not in columns]
-    if missing:
-        raise InputDataError(f"papers have no column(s) {missing}", path=str(path))
+    _require_columns(con, source, PAPER_COLUMNS, path)
     con.execute(
         f"CREATE VIEW {name} AS SELECT CAST(paper_id AS VARCHAR) AS paper_id, title, abstract "
         f"FROM {source}"
@@ -113,10 +119,11 @@ def _write(
     sep: str,
     output: Path,
 ) -> int:
+    source = f"read_parquet('{triplets}', file_row_number = true)"
+    _require_columns(con, source, tuple(ROLES.values()), triplets)
     columns = ", ".join(f"CAST({column} AS VARCHAR) AS {role}" for role, column in ROLES.items())
     con.execute(
-        f"CREATE VIEW triplets AS SELECT file_row_number + 1 AS line, {columns} "
-        f"FROM read_parquet('{triplets}', file_row_number = true)"
+        f"CREATE VIEW triplets AS SELECT file_row_number + 1 AS line, {columns} FROM {source}"
     )
     _papers_view(con, "papers", papers_dir)
     if anchor_papers is None:
