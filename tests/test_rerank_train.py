@@ -21,7 +21,6 @@ from citeval.rerank.model import Reranker
 from citeval.rerank.train import (
     CHECKPOINT_DIR,
     FINAL_DIR,
-    TRAINER_STATE,
     TRAINING_JSON,
     Pair,
     TrainSettings,
@@ -30,6 +29,7 @@ from citeval.rerank.train import (
     total_steps,
     train,
 )
+from citeval.training import TRAINER_STATE
 
 ROOT = Path(__file__).resolve().parents[1]
 

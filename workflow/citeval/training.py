@@ -231,6 +231,16 @@ def check_fingerprint(checkpoints: Path, expected: dict[str, Any], resume: Path 
     write_json(expected, path)
 
 
+def resume_point(checkpoints: Path, expected: dict[str, Any]) -> tuple[Path | None, dict]:
+    """The checkpoint to resume from (None: none) and its trainer state (``{}``: none),
+    after :func:`last_checkpoint` and :func:`check_fingerprint`."""
+    resume = last_checkpoint(checkpoints)
+    check_fingerprint(checkpoints, expected, resume)
+    if resume is None:
+        return None, {}
+    return resume, json.loads((resume / TRAINER_STATE).read_text())
+
+
 def step_callback(on_step: Callable[[int], None]) -> Any:
     """A trainer callback calling ``on_step(step)`` after each optimizer step (1-based),
     before that step's checkpoint is saved; tests raise from it to simulate a killed job."""

@@ -55,7 +55,6 @@ Output folder (``--output-dir OUT``):
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -70,13 +69,11 @@ from citeval.errors import CitevalError, InputDataError
 from citeval.io import atomic_path, write_json
 from citeval.rerank.data import check_in_corpus, read_ranked_run, read_run_texts
 from citeval.training import (
-    TRAINER_STATE,
-    check_fingerprint,
     check_max_steps,
     fitted_trainer,
-    last_checkpoint,
     loop_arguments,
     precision,
+    resume_point,
     step_callback,
 )
 from citeval.trec import read_qrels
@@ -292,9 +289,7 @@ def train(
         )
     checkpoints = output / CHECKPOINT_DIR
     expected = fingerprint(settings, pairs)
-    resume = last_checkpoint(checkpoints)
-    check_fingerprint(checkpoints, expected, resume)
-    state = json.loads((resume / TRAINER_STATE).read_text()) if resume is not None else {}
+    resume, state = resume_point(checkpoints, expected)
     # The trainer resumed from the last step's checkpoint would take one step more: that
     # checkpoint (the job died before the model folder was renamed) is the model.
     finished = state.get("global_step", 0) >= steps

@@ -22,7 +22,6 @@ with L2 distance, ξ = 1, AdamW at 2e-5, 2 epochs and an effective batch of 32. 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -41,13 +40,11 @@ from citeval.models import (
     transformer_dir,
 )
 from citeval.training import (
-    TRAINER_STATE,
-    check_fingerprint,
     check_max_steps,
     fitted_trainer,
-    last_checkpoint,
     loop_arguments,
     precision,
+    resume_point,
     step_callback,
 )
 
@@ -214,26 +211,23 @@ def train_encoder(
         return final
     check_trainable(spec)
     started = time.perf_counter()
+    triplets_sha256 = file_fingerprint(triplets_path)
     texts_path = output / TEXTS_FILE
     # Before the model is loaded: the join's memory and the training's do not add up.
-    if not is_current(texts_path, triplets_path):
+    if not is_current(texts_path, triplets_sha256):
         write_triplet_texts(
             triplets_path, papers_dir, separator(spec), texts_path,
             memory_limit=memory_limit, anchor_papers=anchor_papers,
         )  # fmt: skip
     dataset = open_triplet_texts(texts_path)
-    model = build_model(spec, device)
     checkpoints = output / CHECKPOINT_DIR
-    triplets_sha256 = file_fingerprint(triplets_path)
     expected = {
         "base": spec.to_config(),
         "settings": asdict(settings),
         "loss": loss_name,
         "triplets_sha256": triplets_sha256,
     }
-    resume = last_checkpoint(checkpoints)
-    check_fingerprint(checkpoints, expected, resume)
-    state = json.loads((resume / TRAINER_STATE).read_text()) if resume is not None else {}
+    resume, state = resume_point(checkpoints, expected)
     if resume is not None:
         LOG.info("resuming from %s (step %d)", resume, state["global_step"])
 
@@ -241,10 +235,11 @@ def train_encoder(
         # The trainer resumed from its last step's checkpoint would take a step more: that
         # checkpoint (the job died before the model folder was renamed) is the model.
         LOG.info("%s is the last step's checkpoint: the model is taken from it", resume)
-        model = SentenceTransformer(str(resume), device=str(model.device))
+        model = SentenceTransformer(str(resume), device=str(resolve_device(device)))
         log_history, steps, batch = state["log_history"], state["global_step"], None
         train_loss = train_seconds = triplets_per_second = None
     else:
+        model = build_model(spec, device)
         loss = build_loss(model, spec, settings, loss_name)
 
         def make_trainer(micro_batch: int, accumulation: int) -> Any:

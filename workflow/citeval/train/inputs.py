@@ -161,14 +161,15 @@ def _write(
     return written
 
 
-def is_current(path: str | os.PathLike, triplets_path: str | os.PathLike) -> bool:
-    """Whether ``path`` holds the texts of this triplets file (a resumed run reuses it)."""
+def is_current(path: str | os.PathLike, triplets_sha256: str) -> bool:
+    """Whether ``path`` holds the texts of the triplets file with this SHA-256
+    (:func:`citeval.io.file_fingerprint`); a resumed run reuses it."""
     path = Path(path)
     if not path.is_file():
         return False
     with pa.memory_map(str(path)) as source:
         metadata = pa.ipc.open_stream(source).schema.metadata or {}
-    return metadata.get(_TRIPLETS_SHA256) == file_fingerprint(triplets_path).encode()
+    return metadata.get(_TRIPLETS_SHA256) == triplets_sha256.encode()
 
 
 def open_triplet_texts(path: str | os.PathLike) -> Any:
