@@ -66,7 +66,7 @@ def main() -> None:
                        "similarity": "cosine", "max_length": 32, "batch_size": 64}
         }  # fmt: skip
         config["encode"]["models"] = ["minilm"]
-        profile = test_slurm.slurm_profile(root / "profile")
+        profile = test_slurm.slurm_profile(root / "profile", env)
         local = prepare(root / "local", config)
         local_seconds, _ = timed(
             test_slurm.snakemake_command(local, "--configfile", "config.yaml", "--cores", "2"),
@@ -88,7 +88,7 @@ def main() -> None:
     record = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "status_seconds": args.status_seconds,
-        "cpus_per_job": test_slurm.NODE_CPUS,
+        "cpus_per_job": config["jobs"]["threads"],
         "local_seconds": round(local_seconds, 1),
         "slurm_seconds": round(slurm_seconds, 1),
         "slurm_jobs": jobs,

@@ -19,12 +19,9 @@ rule bm25_analyze:
         LAYOUT.log("bm25_analyze"),
     benchmark:
         LAYOUT.timing("bm25_analyze")
-    threads: CONFIG.retrieval.threads
+    threads: JOBS.threads("bm25_analyze")
     resources:
-        # DuckDB sorts the papers' texts within the limit and spills beyond it; the JVM and
-        # the analyzer's batches come on top (about 1 GB on 2.25M papers).
-        mem_mb=MEMORY_MB + 2000,
-        runtime=480,
+        **JOBS.resources("bm25_analyze"),
     shell:
         "python -m citeval.bm25 analyze --papers {input.corpus:q}/papers "
         "--ids {input.filtered:q} --output {output:q} {params.settings} --threads {threads} "
@@ -50,13 +47,11 @@ rule bm25_index:
         LAYOUT.log("bm25_index", *PER_COLLECTION),
     benchmark:
         LAYOUT.timing("bm25_index", *PER_COLLECTION)
-    # Any thread count gives the same index: Lucene writes it with one thread
-    # (citeval.lucene.WRITER_THREADS); threads speed up the corpus scan, so a profile may
-    # raise them (tests/test_bm25.py builds with 1 and 3).
-    threads: 1
+    # One thread (citeval.jobs): these jobs are many and run side by side. Any thread count
+    # gives the same index, as Lucene writes it with one (citeval.lucene.WRITER_THREADS;
+    # tests/test_bm25.py builds with 1 and 3).
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **JOBS.resources("bm25_index"),
     shell:
         "python -m citeval.bm25 index --analyzed {input.analyzed:q} {params.lucene} "
         "--pools {input.samples:q}/pools.parquet --group {wildcards.group:q} "
@@ -79,10 +74,9 @@ rule bm25_tune:
         LAYOUT.log("bm25_tune", "{setup}"),
     benchmark:
         LAYOUT.timing("bm25_tune", "{setup}")
-    threads: CONFIG.retrieval.threads
+    threads: JOBS.threads("bm25_tune")
     resources:
-        mem_mb=4000,
-        runtime=240,
+        **JOBS.resources("bm25_tune"),
     shell:
         "python -m citeval.bm25 tune --papers {input.corpus:q}/papers --analyzed {input.analyzed:q} "
         "--sample-dir {input.samples:q} {params.collections} {params.settings} "
@@ -109,10 +103,9 @@ rule bm25_search:
         LAYOUT.log("bm25_search", *PER_COLLECTION),
     benchmark:
         LAYOUT.timing("bm25_search", *PER_COLLECTION)
-    threads: CONFIG.retrieval.threads
+    threads: JOBS.threads("bm25_search")
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **JOBS.resources("bm25_search"),
     shell:
         "python -m citeval.bm25 search --index-dir {input.index:q} "
         "--papers {params.queries:q} --queries {input.samples:q}/queries.parquet "

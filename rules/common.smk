@@ -9,7 +9,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval import stages
-from citeval.cli import memory_bytes
 from citeval.config import load_config
 from citeval.layout import (
     LOCAL_COLLECTION,
@@ -20,10 +19,11 @@ from citeval.layout import (
     reranked_run,
 )
 from citeval.plan import Plan, shell_words
-from citeval.slurm_status import install as install_slurm_state_fix
+from citeval.slurm import install as adjust_slurm_plugin
 
-# A job cancelled on SLURM ("CANCELLED by <uid>") must fail, not hang (citeval.slurm_status).
-install_slurm_state_fix()
+# On SLURM, a cancelled or preempted job fails instead of hanging, and a job no partition
+# can hold is refused instead of pending for good (citeval.slurm).
+adjust_slurm_plugin()
 
 # Every job imports the citeval package from this checkout, whether or not it was
 # pip-installed into the job's environment (for example a per-rule conda env). The prefix
@@ -43,7 +43,7 @@ RERANKER = PLAN.reranker
 # and of its jobs' logs and benchmarks: LAYOUT.log("metrics", *PER_COLLECTION, "{model}").
 COLLECTION = WILDCARDS
 PER_COLLECTION = ("{setup}-{split}", COLLECTION["collection"])
-MEMORY_MB = int(memory_bytes(CONFIG.ingest.memory_limit) / 1e6)
+JOBS = PLAN.jobs
 
 
 def settings(stage, **values):

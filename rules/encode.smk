@@ -21,10 +21,9 @@ rule encode:
         LAYOUT.log("encode", "{dense_model}", "shard-{index}"),
     benchmark:
         LAYOUT.timing("encode", "{dense_model}", "shard-{index}")
-    threads: 2
+    threads: JOBS.threads("encode")
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **JOBS.resources("encode"),
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
         "--papers {input.corpus:q}/papers --ids {input.ids:q} --shard-id {wildcards.index:q} "

@@ -15,11 +15,9 @@ rule prefilter:
         LAYOUT.log("prefilter"),
     benchmark:
         LAYOUT.timing("prefilter")
-    threads: 2
+    threads: JOBS.threads("prefilter")
     resources:
-        # The memory limit bounds DuckDB (3/4 of it) and the process; headroom as for merge.
-        mem_mb=max(3000, int(1.5 * MEMORY_MB)),
-        runtime=60,
+        **JOBS.resources("prefilter"),
     shell:
         "python -m citeval.filter --papers {input:q}/papers --output {output.papers:q} "
         "--report {output.report:q} {params.settings} --threads {threads} 2> {log:q}"

@@ -22,8 +22,7 @@ rule fuse:
     benchmark:
         LAYOUT.timing("fuse", *PER_COLLECTION, "{fusion}")
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **JOBS.resources("fuse"),
     shell:
         "python -m citeval.fusion --runs {input:q} {params.settings} "
         "--output {output:q} --tag {wildcards.fusion:q} 2> {log:q}"

@@ -23,10 +23,9 @@ rule dense_retrieve:
         LAYOUT.log("dense_retrieve", *PER_COLLECTION, "{dense_model}"),
     benchmark:
         LAYOUT.timing("dense_retrieve", *PER_COLLECTION, "{dense_model}")
-    threads: CONFIG.retrieval.threads
+    threads: JOBS.threads("dense_retrieve")
     resources:
-        mem_mb=8000,
-        runtime=120,
+        **JOBS.resources("dense_retrieve"),
     shell:
         "python -m citeval.retrieve --embeddings {params.embeddings:q} "
         "--similarity {params.similarity:q} --pooling {params.pooling:q} "

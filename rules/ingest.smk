@@ -19,8 +19,7 @@ rule ingest_parse:
     benchmark:
         LAYOUT.timing("ingest_parse", "{shard}")
     resources:
-        mem_mb=1500,
-        runtime=60,
+        **JOBS.resources("ingest_parse"),
     shell:
         "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest parse --format {params.format:q} "
         "--input {input:q} --output-dir {output:q} {params.settings} 2> {log:q}"
@@ -39,12 +38,9 @@ rule ingest_merge:
         LAYOUT.log("ingest_merge"),
     benchmark:
         LAYOUT.timing("ingest_merge")
-    threads: 2
+    threads: JOBS.threads("ingest_merge")
     resources:
-        # Besides the memory limit the merge holds a fixed part and a few bytes per paper
-        # (docs/ingest.md, memory model): headroom.
-        mem_mb=max(4000, int(1.5 * MEMORY_MB)),
-        runtime=240,
+        **JOBS.resources("ingest_merge"),
     shell:
         "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest merge --staging {input:q} "
         "--output-dir {output:q} {params.settings} --threads {threads} 2> {log:q}"

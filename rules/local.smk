@@ -18,8 +18,7 @@ rule contexts_extract:
     benchmark:
         LAYOUT.timing("contexts_extract", "{shard}")
     resources:
-        mem_mb=2000,
-        runtime=120,
+        **JOBS.resources("contexts_extract"),
     shell:
         "python -m citeval.contexts extract --input {input:q} --output {output.table:q} "
         "--report {output.report:q} {params.settings} 2> {log:q}"
@@ -41,10 +40,9 @@ rule contexts_merge:
         LAYOUT.log("contexts_merge"),
     benchmark:
         LAYOUT.timing("contexts_merge")
-    threads: 2
+    threads: JOBS.threads("contexts_merge")
     resources:
-        mem_mb=MEMORY_MB + 1000,
-        runtime=120,
+        **JOBS.resources("contexts_merge"),
     shell:
         "python -m citeval.contexts merge --staging {input.tables:q} "
         "--reports {input.reports:q} --papers {input.corpus:q}/papers "
@@ -72,10 +70,9 @@ rule local_sample:
         LAYOUT.log("local_sample"),
     benchmark:
         LAYOUT.timing("local_sample")
-    threads: 2
+    threads: JOBS.threads("local_sample")
     resources:
-        mem_mb=MEMORY_MB + 1000,
-        runtime=60,
+        **JOBS.resources("local_sample"),
     shell:
         "python -m citeval.local sample --contexts {input.contexts:q} "
         "--filtered {input.filtered:q} --papers {input.corpus:q}/papers "
@@ -105,8 +102,7 @@ if PLAN.context_trained_models:
         benchmark:
             LAYOUT.timing("local_triplets", "{trained}")
         resources:
-            mem_mb=4000,
-            runtime=60,
+            **JOBS.resources("local_triplets"),
         shell:
             "python -m citeval.local triplets --run {input.run:q} "
             "--qrels {params.qrels:q} "
@@ -131,10 +127,9 @@ rule encode_local_queries:
         LAYOUT.log("encode_local_queries", "{dense_model}", "{split}"),
     benchmark:
         LAYOUT.timing("encode_local_queries", "{dense_model}", "{split}")
-    threads: 2
+    threads: JOBS.threads("encode_local_queries")
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **JOBS.resources("encode_local_queries"),
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
         "--papers {params.query_papers:q} --ids {params.query_ids:q} --shard-id 0 "
@@ -167,8 +162,7 @@ rule local_tables:
     benchmark:
         LAYOUT.timing("local_tables", "{split}")
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **JOBS.resources("local_tables"),
     shell:
         "python -m citeval.local tables {params.metrics} --query-papers {params.query_papers:q} "
         "--title {params.title:q} {params.settings} --output {output.tsv:q} 2> {log:q}"
@@ -193,10 +187,9 @@ if PLAN.local_reranker:
             LAYOUT.log("local_rerank_train"),
         benchmark:
             LAYOUT.timing("local_rerank_train")
-        threads: 2
+        threads: JOBS.threads("local_rerank_train")
         resources:
-            mem_mb=8000,
-            runtime=720,
+            **JOBS.resources("local_rerank_train"),
         shell:
             "python -m citeval.rerank train --run {input.run:q} "
             "--qrels {params.qrels:q} "
@@ -229,10 +222,9 @@ if PLAN.local_reranker:
             LAYOUT.log("local_rerank", "{split}", "{first_stage}"),
         benchmark:
             LAYOUT.timing("local_rerank", "{split}", "{first_stage}")
-        threads: CONFIG.retrieval.threads
+        threads: JOBS.threads("local_rerank")
         resources:
-            mem_mb=8000,
-            runtime=240,
+            **JOBS.resources("local_rerank"),
         shell:
             "python -m citeval.rerank rerank --model {input.model:q} "
             "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
@@ -257,8 +249,7 @@ if PLAN.local_reranker:
         benchmark:
             LAYOUT.timing("local_oracle", "{split}", "{first_stage}", "{k}")
         resources:
-            mem_mb=2000,
-            runtime=30,
+            **JOBS.resources("local_oracle"),
         shell:
             "python -m citeval.local oracle --run {input.run:q} --qrels {params.qrels:q} "
             "--k {wildcards.k} --output {output:q} 2> {log:q}"
@@ -294,10 +285,9 @@ if PLAN.local_reranker:
             LAYOUT.log("local_rerank_oracle", "{split}", "{first_stage}", "{k}"),
         benchmark:
             LAYOUT.timing("local_rerank_oracle", "{split}", "{first_stage}", "{k}")
-        threads: CONFIG.retrieval.threads
+        threads: JOBS.threads("local_rerank_oracle")
         resources:
-            mem_mb=8000,
-            runtime=240,
+            **JOBS.resources("local_rerank_oracle"),
         shell:
             "python -m citeval.rerank rerank --model {input.model:q} "
             "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
@@ -325,8 +315,7 @@ if PLAN.local_reranker:
         benchmark:
             LAYOUT.timing("local_tradeoff")
         resources:
-            mem_mb=1000,
-            runtime=10,
+            **JOBS.resources("local_tradeoff"),
         shell:
             "python -m citeval.rerank tradeoff {params.arguments} --title {params.title:q} "
             "--output-dir {params.output_dir:q} --name local_tradeoff 2> {log:q}"

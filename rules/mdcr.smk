@@ -32,10 +32,9 @@ rule mdcr_build:
         LAYOUT.log("mdcr_build", "{mdcr_file}"),
     benchmark:
         LAYOUT.timing("mdcr_build", "{mdcr_file}")
-    threads: 2
+    threads: JOBS.threads("mdcr_build")
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **JOBS.resources("mdcr_build"),
     shell:
         "python -m citeval.mdcr build --split {params.split:q} --samples {input.samples:q} "
         "--runs {params.runs:q} --corpus {input.corpus:q} --filtered {input.filtered:q} "
@@ -58,10 +57,9 @@ rule mdcr_score_bm25:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "bm25"),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", "bm25")
-    threads: CONFIG.retrieval.threads
+    threads: JOBS.threads("mdcr_score_bm25")
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **JOBS.resources("mdcr_score_bm25"),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model bm25 --kind bm25 {params.settings} {params.tuned} "
@@ -91,10 +89,9 @@ rule mdcr_score_dense:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "{dense_model}"),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", "{dense_model}")
-    threads: 2
+    threads: JOBS.threads("mdcr_score_dense")
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **JOBS.resources("mdcr_score_dense"),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {wildcards.dense_model:q} --kind dense --model-json {params.spec} "
@@ -122,8 +119,7 @@ rule mdcr_score_fusion:
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", "{fusion}")
     resources:
-        mem_mb=2000,
-        runtime=30,
+        **JOBS.resources("mdcr_score_fusion"),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {wildcards.fusion:q} --kind rrf --inputs {input.scores:q} {params.settings} "
@@ -144,8 +140,7 @@ rule mdcr_evaluate:
     benchmark:
         LAYOUT.timing("mdcr_evaluate", "{mdcr_split}", "{model}")
     resources:
-        mem_mb=2000,
-        runtime=30,
+        **JOBS.resources("mdcr_evaluate"),
     shell:
         "python -m citeval.mdcr evaluate --benchmark {input.benchmark:q} "
         "--scores {input.scores:q} --output {output.means:q} "
@@ -177,8 +172,7 @@ rule mdcr_tables:
     benchmark:
         LAYOUT.timing("mdcr_tables")
     resources:
-        mem_mb=1000,
-        runtime=60,
+        **JOBS.resources("mdcr_tables"),
     shell:
         "python -m citeval.mdcr tables --evaluations {params.evaluations} "
         "--per-query {params.per_query} {params.settings} "

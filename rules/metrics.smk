@@ -21,8 +21,7 @@ rule metrics:
     benchmark:
         LAYOUT.timing("metrics", *PER_COLLECTION, "{model}")
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **JOBS.resources("metrics"),
     shell:
         "python -m citeval.metrics --run {input.run:q} --qrels {params.qrels:q} "
         "{params.settings} --missing-as-zero --output {output:q} 2> {log:q}"

@@ -25,10 +25,9 @@ rule sample_train:
         LAYOUT.log("sample_train"),
     benchmark:
         LAYOUT.timing("sample_train")
-    threads: 2
+    threads: JOBS.threads("sample_train")
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **JOBS.resources("sample_train"),
     shell:
         "python -m citeval.sample train --filtered {input.filtered:q} --corpus {input.corpus:q} "
         "--output-dir {params.output_dir:q} {params.settings} --threads {threads} 2> {log:q}"
@@ -51,10 +50,9 @@ rule rerank_train:
         LAYOUT.log("rerank_train"),
     benchmark:
         LAYOUT.timing("rerank_train")
-    threads: 2
+    threads: JOBS.threads("rerank_train")
     resources:
-        mem_mb=8000,
-        runtime=720,
+        **JOBS.resources("rerank_train"),
     shell:
         "python -m citeval.rerank train --run {input.run:q} --qrels {params.qrels:q} "
         "--papers {input.corpus:q}/papers --output-dir {params.output_dir:q} "
@@ -84,10 +82,9 @@ rule rerank:
         LAYOUT.log("rerank", *PER_COLLECTION, "{first_stage}"),
     benchmark:
         LAYOUT.timing("rerank", *PER_COLLECTION, "{first_stage}")
-    threads: CONFIG.retrieval.threads
+    threads: JOBS.threads("rerank")
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **JOBS.resources("rerank"),
     shell:
         "python -m citeval.rerank rerank --model {input.model:q} --papers {input.corpus:q}/papers "
         "--run {input.run:q} --ks {params.ks} --outputs {output.runs:q} "
@@ -110,10 +107,9 @@ rule mdcr_score_rerank:
         LAYOUT.log("mdcr_score", "{mdcr_split}", RERANKER),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", RERANKER)
-    threads: 2
+    threads: JOBS.threads("mdcr_score_rerank")
     resources:
-        mem_mb=8000,
-        runtime=240,
+        **JOBS.resources("mdcr_score_rerank"),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {params.name:q} --kind cross-encoder --model-dir {input.model:q} "
@@ -140,8 +136,7 @@ rule rerank_tradeoff:
     benchmark:
         LAYOUT.timing("rerank_tradeoff")
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **JOBS.resources("rerank_tradeoff"),
     shell:
         "python -m citeval.rerank tradeoff {params.arguments} --title {params.title:q} "
         "--output-dir {params.output_dir:q} 2> {log:q}"

@@ -25,10 +25,9 @@ rule sample:
         LAYOUT.log("sample", "{setup}"),
     benchmark:
         LAYOUT.timing("sample", "{setup}")
-    threads: 2
+    threads: JOBS.threads("sample")
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **JOBS.resources("sample"),
     shell:
         "python -m citeval.sample {wildcards.setup:q} --filtered {input.filtered:q} "
         "--corpus {input.corpus:q} --output-dir {params.output_dir:q} {params.settings} "
@@ -47,7 +46,6 @@ rule embed_ids:
     benchmark:
         LAYOUT.timing("embed_ids")
     resources:
-        mem_mb=2000,
-        runtime=30,
+        **JOBS.resources("embed_ids"),
     shell:
         "python -m citeval.sample embed-ids --samples {input:q} --output {output:q} 2> {log:q}"

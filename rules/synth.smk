@@ -19,8 +19,7 @@ if CONFIG.corpus.synthetic is not None:
         benchmark:
             LAYOUT.timing("synth")
         resources:
-            mem_mb=2000,
-            runtime=60,
+            **JOBS.resources("synth"),
         shell:
             "python -m citeval.synth {params.settings} --output-pattern {params.pattern:q} "
             "{params.fulltext} 2> {log:q}"

@@ -34,8 +34,7 @@ rule tables:
     benchmark:
         LAYOUT.timing("tables")
     resources:
-        mem_mb=1000,
-        runtime=30,
+        **JOBS.resources("tables"),
     shell:
         "python -m citeval.tables --results {params.results:q} --setups {params.setups} "
         "--models {params.models} {params.rerank_models} {params.settings} "
@@ -60,7 +59,6 @@ rule plots:
     benchmark:
         LAYOUT.timing("plots")
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **JOBS.resources("plots"),
     shell:
         "python -m citeval.plots {params.tables} --output-dir {params.output_dir:q} 2> {log:q}"

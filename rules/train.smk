@@ -25,10 +25,9 @@ rule train_graph:
         LAYOUT.log("train_graph"),
     benchmark:
         LAYOUT.timing("train_graph")
-    threads: 2
+    threads: JOBS.threads("train_graph")
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **JOBS.resources("train_graph"),
     shell:
         "python -m citeval.train graph --citations {input.corpus:q}/citations "
         "{params.held_out} --output-dir {params.output_dir:q} {params.settings} "
@@ -51,10 +50,9 @@ rule train_graph_embedding:
         LAYOUT.log("train_graph_embedding"),
     benchmark:
         LAYOUT.timing("train_graph_embedding")
-    threads: 2
+    threads: JOBS.threads("train_graph_embedding")
     resources:
-        mem_mb=8000,
-        runtime=120,
+        **JOBS.resources("train_graph_embedding"),
     shell:
         "python -m citeval.train embed-graph --graph {params.graph:q} {params.settings} "
         "--threads {threads} 2> {log:q}"
@@ -88,10 +86,9 @@ rule train_triplets:
         LAYOUT.log("train_triplets", "{trained}"),
     benchmark:
         LAYOUT.timing("train_triplets", "{trained}")
-    threads: 2
+    threads: JOBS.threads("train_triplets")
     resources:
-        mem_mb=8000,
-        runtime=60,
+        **JOBS.resources("train_triplets"),
     shell:
         "python -m citeval.train triplets --graph {params.graph:q} "
         "--filtered {input.filtered:q} --output-dir {params.output_dir:q} "
@@ -118,10 +115,9 @@ rule train_encoder:
         LAYOUT.log("train_encoder", "{trained}"),
     benchmark:
         LAYOUT.timing("train_encoder", "{trained}")
-    threads: 2
+    threads: JOBS.threads("train_encoder")
     resources:
-        mem_mb=8000,
-        runtime=720,
+        **JOBS.resources("train_encoder"),
     shell:
         "python -m citeval.train fit --triplets {input.triplets:q} "
         "--papers {input.corpus:q}/papers --output-dir {params.output_dir:q} "

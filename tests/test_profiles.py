@@ -7,6 +7,7 @@ the dry run prints them.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,12 +15,10 @@ import pytest
 import yaml
 from test_workflow import snakemake
 
+from citeval.jobs import NEEDS
+
 REPO = Path(__file__).resolve().parents[1]
-GPU_RULES = {
-    "encode", "rerank_train", "rerank", "mdcr_score_dense", "mdcr_score_rerank",
-    "train_encoder", "encode_local_queries", "local_rerank_train", "local_rerank",
-    "local_rerank_oracle",
-}  # fmt: skip
+GPU_RULES = {rule for rule, need in NEEDS.items() if need.model}
 
 
 class Resources(dict):
@@ -51,12 +50,16 @@ def dry_run_jobs(stdout: str) -> dict[str, SimpleNamespace]:
 
 
 def sbatch(job: SimpleNamespace) -> str:
+    """The job's sbatch line, its partition chosen by the plugin from the profile's file."""
+    from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
     from snakemake_executor_plugin_slurm.submit_string import get_submit_command
     from snakemake_executor_plugin_slurm.utils import set_gres_string
 
+    partitions = read_partition_file(REPO / "profiles" / "slurm" / "partitions.yaml")
+    partition = get_best_partition(partitions, job, logging.getLogger("profiles-test"))
     params = {
         "run_uuid": "run", "slurm_logfile": "log", "comment_str": job.name, "account": "",
-        "partition": f"-p {job.resources['slurm_partition']}", "workdir": "",
+        "partition": f"-p {partition}", "workdir": "",
     }  # fmt: skip
     return get_submit_command(job, params) + set_gres_string(job)
 
@@ -70,37 +73,59 @@ def fresh(tmp_path_factory) -> Path:
     return workdir
 
 
-def test_slurm_renders_the_merge_encode_bm25_and_rerank_jobs(fresh):
-    result = snakemake(fresh, "--profile", "profiles/slurm", "-n")
+def test_slurm_requests_follow_from_the_config_and_go_to_the_partition_that_holds_them(fresh):
+    # A dry run schedules like a local run, capping threads at --cores (1 by default);
+    # submitted to SLURM they are not capped.
+    result = snakemake(fresh, "--profile", "profiles/slurm", "-n", "--cores", "64")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = dry_run_jobs(result.stdout)
-    merge = sbatch(jobs["ingest_merge"])
-    assert " -p cpu" in merge and " --mem 32000" in merge and " -t 720" in merge
-    assert "--cpus-per-task=8" in merge and "--gpus" not in merge
+    # The demo: jobs.threads 2, ingest.memory_limit 2GB (so the merge asks 1000 + 1.5 x 2000).
     expected = {
-        "encode": (" -p gpu", " --mem 32000", " -t 480", "--cpus-per-task=8", " --gpus=1"),
-        "bm25_analyze": (" -p cpu", " --mem 32000", " -t 720", "--cpus-per-task=8"),
-        "bm25_index": (" -p cpu", " --mem 16000", " -t 120", "--cpus-per-task=2"),
-        "rerank": (" -p gpu", " --mem 16000", " -t 240", "--cpus-per-task=8", " --gpus=1"),
-        "train_encoder": (" -p gpu", " --mem 32000", " -t 1440", " --gpus=1"),
+        "ingest_merge": (" -p cpu", " --mem 4000", " -t 720", "--cpus-per-task=2"),
+        "bm25_analyze": (" -p cpu", " --mem 4000", " -t 720", "--cpus-per-task=2"),
+        "bm25_index": (" -p cpu", " --mem 4000", " -t 120", "--cpus-per-task=1"),
+        "metrics": (" -p cpu", " --mem 1000", " -t 10", "--cpus-per-task=1"),
+        "encode": (" -p gpu", " --mem 8000", " -t 480", "--cpus-per-task=2", " --gpus=1"),
+        "rerank": (" -p gpu", " --mem 8000", " -t 240", "--cpus-per-task=2", " --gpus=1"),
+        "train_encoder": (" -p gpu", " --mem 8000", " -t 1440", " --gpus=1"),
     }
     for rule, parts in expected.items():
         line = sbatch(jobs[rule])
         assert all(part in line for part in parts), (rule, line)
+    assert "--gpus" not in sbatch(jobs["ingest_merge"])
+    del jobs["all"]  # the target: nothing to submit
     for rule, job in jobs.items():
         assert (job.resources.get("gpu") == 1) == (rule in GPU_RULES), rule
+        assert job.threads == (2 if NEEDS[rule].threaded else 1), rule
         assert "mem_mb" in job.resources and "runtime" in job.resources, rule
+    # The dense retrieval's memory grows with its input: known once the input exists.
+    assert jobs["dense_retrieve"].resources["mem_mb"] == "<TBD>"
+
+
+def test_without_gpus_model_jobs_go_to_cpu_partitions(fresh, tmp_path):
+    no_gpus = tmp_path / "no-gpus.yaml"
+    no_gpus.write_text("jobs: {gpu: false, threads: 4}\n")
+    result = snakemake(
+        fresh,
+        "--configfile",
+        "config/config.yaml",
+        str(no_gpus),
+        "--profile",
+        "profiles/slurm",
+        "-n",
+        "--cores",
+        "64",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = dry_run_jobs(result.stdout)
+    assert not any(job.resources.get("gpu") for job in jobs.values())
+    line = sbatch(jobs["encode"])
+    assert " -p cpu" in line and "--gpus" not in line and "--cpus-per-task=4" in line
 
 
 def test_local_gpu_profile_gives_every_gpu_job_the_one_gpu(fresh):
     profile = yaml.safe_load((REPO / "profiles" / "local-gpu" / "config.yaml").read_text())
     assert profile["resources"] == {"gpu": 1}
-    assert set(profile["set-resources"]) == GPU_RULES
-    slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
-    assert {
-        rule for rule, values in slurm["set-resources"].items() if values.get("gpu")
-    } == GPU_RULES
-
     result = snakemake(fresh, "--profile", "profiles/local-gpu", "-n")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = dry_run_jobs(result.stdout)

@@ -31,30 +31,29 @@ pytestmark = pytest.mark.slow
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 # Seconds between the plugin's status checks (its default, 40, is for busy clusters).
 STATUS_SECONDS = 2
-# Each job gets one CPU, so the 2-CPU test node runs two at a time.
-NODE_CPUS = 1
-NODE_MEM_MB = 3000
 
 
-def slurm_profile(directory: Path) -> Path:
-    """profiles/slurm sized for the test node: requests capped at its CPUs and memory."""
+def node_facts(env: dict) -> dict[str, int]:
+    """The test node's CPUs and memory, as SLURM reports them."""
+    line = subprocess.run(
+        ["scontrol", "show", "node", "-o"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+    return {"cpus": int(fields["CPUTot"]), "mem_mb": int(fields["RealMemory"])}
+
+
+def slurm_profile(directory: Path, env: dict) -> Path:
+    """profiles/slurm with the test node's partitions: the shipped profile's settings, the
+    node's facts in partitions.yaml, and status checks every few seconds."""
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
-
-    def fit(resources: dict) -> dict:
-        capped = dict(resources)
-        if "cpus_per_task" in capped:
-            capped["cpus_per_task"] = min(capped["cpus_per_task"], NODE_CPUS)
-        if "mem_mb" in capped:
-            capped["mem_mb"] = min(capped["mem_mb"], NODE_MEM_MB)
-        return capped
-
-    profile["default-resources"] = fit(profile["default-resources"])
-    profile["set-resources"] = {r: fit(v) for r, v in profile["set-resources"].items()}
-    profile["set-threads"] = {r: min(n, NODE_CPUS) for r, n in profile["set-threads"].items()}
     profile.update({"jobs": 4, "latency-wait": 5})
     profile["slurm-init-seconds-before-status-checks"] = STATUS_SECONDS
+    node = node_facts(env)
+    limits = {"max_threads": node["cpus"], "max_mem_mb": node["mem_mb"]}
+    partitions = {"cpu": limits, "gpu": {**limits, "max_gpu": 1}}
     directory.mkdir(parents=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(profile))
+    (directory / "partitions.yaml").write_text(yaml.safe_dump({"partitions": partitions}))
     return directory
 
 
@@ -124,7 +123,7 @@ def small_config(tiny_bert_dir: Path) -> dict:
 @pytest.fixture(scope="module")
 def slurm_and_local(cluster, tmp_path_factory, tiny_bert_dir):
     root = tmp_path_factory.mktemp("slurm-run")
-    profile = slurm_profile(root / "profile")
+    profile = slurm_profile(root / "profile", cluster)
     config = small_config(tiny_bert_dir)
     on_slurm = prepare(root / "slurm", config)
     local = prepare(root / "local", config)
@@ -190,7 +189,7 @@ FAILURES_SNAKEFILE = """
 import sys
 import tempfile
 sys.path.insert(0, {package!r})
-from citeval.slurm_status import install
+from citeval.slurm import install
 install()
 
 rule all:
@@ -214,7 +213,7 @@ def test_cancelled_and_failing_jobs_fail_are_retried_and_recover(cluster, tmp_pa
     snakefile = workdir / "Snakefile"
     snakefile.write_text(FAILURES_SNAKEFILE.format(package=str(REPO / "workflow")))
     (workdir / "fail.flag").touch()
-    profile = slurm_profile(tmp_path / "profile")
+    profile = slurm_profile(tmp_path / "profile", cluster)
     command = snakemake_command(workdir, "--profile", str(profile), snakefile=snakefile)
     process = subprocess.Popen(
         command, cwd=workdir, env=cluster, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from citeval.jobs import NEEDS
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -57,15 +59,8 @@ def test_snakemake_lint_is_clean(workdir):
     assert "Congratulations" in result.stdout + result.stderr
 
 
-def test_slurm_profile_dry_run_shows_slurm_resources(workdir):
-    result = snakemake(workdir, "--profile", "profiles/slurm", "-n")
-    assert result.returncode == 0, result.stderr
-    assert "slurm_partition=cpu" in result.stdout
-    assert "mem_mb=32000" in result.stdout  # ingest_merge's cluster override
-
-
 def test_every_rule_that_declares_threads_passes_them_to_its_command():
-    """A rule's threads (which a profile's set-threads may change) reach its command."""
+    """A rule's threads (citeval.jobs; --set-threads may change them) reach its command."""
     checked = []
     for path in sorted((REPO / "rules").glob("*.smk")):
         blocks = re.split(r"^(?=[ \t]*(?:rule|checkpoint) \w+:)", path.read_text(), flags=re.M)
@@ -74,7 +69,7 @@ def test_every_rule_that_declares_threads_passes_them_to_its_command():
             if re.search(r"^\s+threads:", block, re.M):
                 assert "--threads {threads}" in block, f"{path.name}: rule {name}"
                 checked.append(name)
-    assert {"encode", "bm25_index", "bm25_tune", "dense_retrieve"} <= set(checked)
+    assert set(checked) == {rule for rule, need in NEEDS.items() if need.threaded}
 
 
 def test_commands_quote_paths_and_names_that_need_it(workdir):

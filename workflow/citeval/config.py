@@ -107,7 +107,6 @@ class Sampling(Section):
 
 class Retrieval(Section):
     k: int
-    threads: int
 
 
 class BM25Tune(Section):
@@ -320,9 +319,15 @@ class Train(Section):
     fit: Fit
 
 
+class Jobs(Section):
+    threads: int
+    gpu: bool
+
+
 class Config(Section):
     dataset: str
     seed: int
+    jobs: Jobs
     corpus: Corpus
     ingest: Ingest
     prefilter: Prefilter

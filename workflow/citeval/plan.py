@@ -29,6 +29,7 @@ from citeval.collection_list import (
     tuning_collections,
 )
 from citeval.config import Config
+from citeval.jobs import Jobs
 from citeval.layout import LOCAL_COLLECTION, Layout, oracle_run, reranked_label, reranked_run
 from citeval.settings import StageSettings
 
@@ -105,6 +106,11 @@ class Plan:
     @classmethod
     def from_config(cls, config: Config) -> Plan:
         return cls(config, Layout.for_dataset(config.dataset), input_shards(config))
+
+    @cached_property
+    def jobs(self) -> Jobs:
+        """Each rule's threads and resources (citeval.jobs)."""
+        return Jobs.from_config(self.config)
 
     def settings(self, stage: StageSettings, **values: Any) -> str:
         """A job's settings flags, shell-quoted (``values``: settings the plan derives)."""
