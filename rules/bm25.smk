@@ -52,6 +52,7 @@ rule bm25_index:
     # tests/test_bm25.py builds with 1 and 3).
     resources:
         **JOBS.resources("bm25_index"),
+    group: BM25_CHAIN
     shell:
         "python -m citeval.bm25 index --analyzed {input.analyzed:q} {params.lucene} "
         "--pools {input.samples:q}/pools.parquet --group {wildcards.group:q} "
@@ -106,6 +107,7 @@ rule bm25_search:
     threads: JOBS.threads("bm25_search")
     resources:
         **JOBS.resources("bm25_search"),
+    group: BM25_CHAIN
     shell:
         "python -m citeval.bm25 search --index-dir {input.index:q} "
         "--papers {params.queries:q} --queries {input.samples:q}/queries.parquet "

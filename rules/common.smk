@@ -18,6 +18,7 @@ from citeval.layout import (
     reranked_label,
     reranked_run,
 )
+from citeval.jobs import BM25_CHAIN, DENSE_CHAIN
 from citeval.plan import Plan, shell_words
 from citeval.slurm import install as adjust_slurm_plugin
 

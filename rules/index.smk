@@ -26,6 +26,7 @@ rule dense_retrieve:
     threads: JOBS.threads("dense_retrieve")
     resources:
         **JOBS.resources("dense_retrieve"),
+    group: DENSE_CHAIN
     shell:
         "python -m citeval.retrieve --embeddings {params.embeddings:q} "
         "--similarity {params.similarity:q} --pooling {params.pooling:q} "

@@ -22,6 +22,8 @@ rule metrics:
         LAYOUT.timing("metrics", *PER_COLLECTION, "{model}")
     resources:
         **JOBS.resources("metrics"),
+    group:
+        lambda wildcards: PLAN.chain_of_metrics(wildcards.model)
     shell:
         "python -m citeval.metrics --run {input.run:q} --qrels {params.qrels:q} "
         "{params.settings} --missing-as-zero --output {output:q} 2> {log:q}"

@@ -33,8 +33,9 @@ def dry_run_jobs(stdout: str) -> dict[str, SimpleNamespace]:
     current = None
     for line in stdout.splitlines():
         stripped = line.strip()
-        if line.startswith(("rule ", "localrule ", "checkpoint ")) and line.endswith(":"):
-            name = line.split()[1].rstrip(":")
+        # Jobs of a job group are listed indented under it.
+        if stripped.startswith(("rule ", "localrule ", "checkpoint ")) and stripped.endswith(":"):
+            name = stripped.split()[1].rstrip(":")
             current = None if name in jobs else SimpleNamespace(name=name, threads=1)
             if current is not None:
                 jobs[name] = current
@@ -132,3 +133,38 @@ def test_local_gpu_profile_gives_every_gpu_job_the_one_gpu(fresh):
     assert set(jobs) >= GPU_RULES - {"local_rerank_oracle"}  # the oracle is off by default
     for rule, job in jobs.items():
         assert (job.resources.get("gpu") == 1) == (rule in GPU_RULES), rule
+
+
+def group_jobs(stdout: str) -> list[tuple[str, list[str]]]:
+    """Each group job of a dry run: its group and the rules of its jobs."""
+    groups: list[tuple[str, list[str]]] = []
+    for line in stdout.splitlines():
+        stripped = line.strip()
+        if "] Group job " in line:
+            groups.append((line.split("] Group job ")[1].split()[0], []))
+        elif groups and line.startswith("    rule ") and stripped.endswith(":"):
+            groups[-1][1].append(stripped.split()[1].rstrip(":"))
+    return groups
+
+
+def test_each_collection_chain_goes_to_slurm_as_one_job(fresh):
+    result = snakemake(fresh, "--profile", "profiles/slurm", "-n", "--cores", "64")
+    assert result.returncode == 0, result.stderr[-3000:]
+    groups = group_jobs(result.stdout)
+    bm25 = [sorted(rules) for name, rules in groups if name == "bm25-collection"]
+    dense = [sorted(rules) for name, rules in groups if name == "dense-collection"]
+    # Collections whose run only feeds another job (the reranker's training) have no metrics.
+    assert ["bm25_index", "bm25_search", "metrics"] in bm25
+    assert all(
+        rules in (["bm25_index", "bm25_search", "metrics"], ["bm25_index", "bm25_search"])
+        for rules in bm25
+    )
+    assert ["dense_retrieve", "metrics"] in dense
+    assert all(rules in (["dense_retrieve", "metrics"], ["dense_retrieve"]) for rules in dense)
+    assert {name for name, _ in groups} == {"bm25-collection", "dense-collection"}
+    # One chain per collection (and encoder): as many as the collections' BM25 searches.
+    stats = result.stdout.split("Job stats:")[1]
+    searches = int(
+        next(line.split()[1] for line in stats.splitlines() if line.startswith("bm25_search "))
+    )
+    assert len(bm25) == searches

@@ -187,70 +187,164 @@ def test_results_equal_a_local_run_and_a_rerun_has_nothing_to_do(slurm_and_local
 
 FAILURES_SNAKEFILE = """
 import sys
-import tempfile
 sys.path.insert(0, {package!r})
 from citeval.slurm import install
 install()
 
 rule all:
-    input: "slow.done", "flaky.done"
+    input: "slow.done", "flaky.done", "overtime.done", "hungry.done"
 
 rule slow:
     output: "slow.done"
-    resources: runtime=5, cpus_per_task=1, mem_mb=500
+    resources: runtime=5, mem_mb=500
     shell: "echo started > slow.started; sleep 10; touch {{output}}"
 
 rule flaky:
     output: "flaky.done"
-    resources: runtime=5, cpus_per_task=1, mem_mb=500
+    resources: runtime=5, mem_mb=500
     shell: "if [ -e fail.flag ]; then echo failing >&2; exit 3; fi; touch {{output}}"
+
+# The first attempt passes its one-minute limit (TIMEOUT); the retry gets two.
+rule overtime:
+    output: "overtime.done"
+    resources: runtime=lambda wildcards, attempt: attempt, mem_mb=500
+    shell: "if [ {{resources.runtime}} -eq 1 ]; then sleep 300; fi; touch {{output}}"
+
+# The first attempt holds 600 MB in a 400 MB job (killed by SLURM); the retry holds none.
+rule hungry:
+    output: "hungry.done"
+    resources: runtime=5, mem_mb=lambda wildcards, attempt: 400 * attempt
+    shell:
+        "if [ {{resources.mem_mb}} -eq 400 ]; then "
+        "python -c 'import time; x = bytearray(600 * 2**20); x[::4096] = bytes(len(x[::4096])); "
+        "time.sleep(30)'; fi; touch {{output}}"
+
+rule victim:
+    output: "victim.done"
+    resources: runtime=5, mem_mb=500, slurm_partition="preemptible"
+    shell: "echo started > victim.started; sleep 20; touch {{output}}"
+
+rule huge:
+    output: "huge.done"
+    resources: runtime=5, mem_mb=10**8
+    shell: "touch {{output}}"
 """
 
 
-def test_cancelled_and_failing_jobs_fail_are_retried_and_recover(cluster, tmp_path):
+def squeue_job(env: dict, rule: str, state: str = "RUNNING") -> str:
+    """The SLURM job id of ``rule``'s job in ``state``."""
+    queue = subprocess.run(
+        ["squeue", "-h", "-o", "%i|%k|%T"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    [job] = [
+        job
+        for job, comment, job_state in (line.split("|") for line in queue.splitlines())
+        if comment == f"rule_{rule}" and job_state == state
+    ]
+    return job
+
+
+def wait_for(path: Path, process: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline and process.poll() is None, f"{path.name} never appeared"
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def failures(cluster, tmp_path):
+    """A workflow of jobs that end badly, and the profile command that runs its targets."""
     workdir = tmp_path / "failures"
     workdir.mkdir()
     snakefile = workdir / "Snakefile"
     snakefile.write_text(FAILURES_SNAKEFILE.format(package=str(REPO / "workflow")))
-    (workdir / "fail.flag").touch()
     profile = slurm_profile(tmp_path / "profile", cluster)
-    command = snakemake_command(workdir, "--profile", str(profile), snakefile=snakefile)
+
+    def command(*targets: str) -> list[str]:
+        return snakemake_command(workdir, "--profile", str(profile), *targets, snakefile=snakefile)
+
+    return workdir, command
+
+
+def test_cancelled_timed_out_oom_and_failing_jobs_fail_are_retried_and_recover(cluster, failures):
+    workdir, command = failures
+    (workdir / "fail.flag").touch()
     process = subprocess.Popen(
-        command, cwd=workdir, env=cluster, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command(),
+        cwd=workdir,
+        env=cluster,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     # Cancel the slow job's first attempt once it runs, as an administrator would.
-    deadline = time.monotonic() + 120
-    while not (workdir / "slow.started").exists():
-        assert time.monotonic() < deadline and process.poll() is None, "slow never started"
-        time.sleep(0.5)
-    queue = subprocess.run(
-        ["squeue", "-h", "-o", "%i|%k|%T"], capture_output=True, text=True, env=cluster, check=True
-    ).stdout
-    [slow] = [
-        job
-        for job, comment, state in (line.split("|") for line in queue.splitlines())
-        if comment == "rule_slow" and state == "RUNNING"
-    ]
+    wait_for(workdir / "slow.started", process)
+    slow = squeue_job(cluster, "slow")
     subprocess.run(["scancel", slow], env=cluster, check=True)
-    cancelled_at = time.monotonic()
     try:
-        _, stderr = process.communicate(timeout=150)
+        _, stderr = process.communicate(timeout=300)
     finally:
-        process.kill()  # a hung workflow (the plugin missing the cancellation) ends here
-    # Snakemake saw the cancellation: the job failed, was resubmitted and then finished;
-    # flaky failed twice (first try and retry), so the workflow failed cleanly.
+        process.kill()  # a hung workflow (the plugin missing an end) ends here
+    # Snakemake saw each end: the cancelled, timed-out and killed jobs failed, were
+    # resubmitted and then finished; flaky failed twice (first try and retry), so the
+    # workflow failed cleanly.
     assert process.returncode != 0
     assert f"SLURM-job '{slow}' failed, SLURM status is: 'CANCELLED'" in stderr
-    assert time.monotonic() - cancelled_at < 120
-    assert (workdir / "slow.done").exists()
+    assert "SLURM status is: 'TIMEOUT'" in stderr
+    for name in ("slow", "overtime", "hungry"):
+        assert (workdir / f"{name}.done").exists(), name
     assert "Error in rule flaky" in stderr
     jobs = sacct_jobs(cluster)
-    assert jobs[slow]["State"] == "CANCELLED by 0"
-    flaky = [row["State"] for row in jobs.values() if row["Comment"] == "rule_flaky"]
-    assert flaky == ["FAILED", "FAILED"]  # the first try and the profile's one retry
+    states = {
+        rule: [row["State"] for row in jobs.values() if row["Comment"] == f"rule_{rule}"]
+        for rule in ("slow", "flaky", "overtime", "hungry")
+    }
+    assert states == {
+        "slow": ["CANCELLED by 0", "COMPLETED"],
+        "flaky": ["FAILED", "FAILED"],  # the first try and the profile's one retry
+        "overtime": ["TIMEOUT", "COMPLETED"],
+        # Without cgroups SLURM kills the job past its memory and calls it FAILED (with
+        # cgroups OUT_OF_MEMORY, which the plugin reads as a failure too).
+        "hungry": ["FAILED", "COMPLETED"],
+    }
     # The user fixes the cause and reruns: only the failed job runs again.
     (workdir / "fail.flag").unlink()
-    rerun = run(command, workdir, cluster)
+    rerun = run(command(), workdir, cluster)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert (workdir / "flaky.done").exists()
     assert "rule slow" not in rerun.stdout + rerun.stderr
+
+
+def test_a_preempted_job_fails_and_is_retried(cluster, failures):
+    workdir, command = failures
+    process = subprocess.Popen(
+        command("victim.done"),
+        cwd=workdir, env=cluster, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_for(workdir / "victim.started", process)
+    victim = squeue_job(cluster, "victim")
+    # A job of a higher-tier partition that needs the whole node cancels the victim.
+    cpus = node_facts(cluster)["cpus"]
+    subprocess.run(
+        ["sbatch", "-p", "cpu", f"--cpus-per-task={cpus}", "--mem=100", "--wrap", "sleep 2"],
+        env=cluster, check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr[-3000:]
+    assert f"SLURM job {victim} was preempted and not requeued" in stderr
+    assert sacct_jobs(cluster)[victim]["State"] == "PREEMPTED"
+    assert (workdir / "victim.done").exists()
+
+
+def test_a_job_no_partition_holds_is_refused_before_submission(cluster, failures):
+    workdir, command = failures
+    started = time.monotonic()
+    result = run(command("huge.done"), workdir, cluster)
+    assert result.returncode != 0
+    assert "rule huge: no partition in" in result.stderr
+    assert "100000000 MB of memory > max_mem_mb" in result.stderr
+    assert time.monotonic() - started < 60
+    assert not any(row["Comment"] == "rule_huge" for row in sacct_jobs(cluster).values())

@@ -139,7 +139,13 @@ GresTypes=gpu
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=6919
-JobAcctGatherType=jobacct_gather/none
+# Memory is enforced as on a real cluster: a job past its --mem is killed (OUT_OF_MEMORY).
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=1
+JobAcctGatherParams=OverMemoryKill
+# A job of the higher-tier partitions cancels one of "preemptible" that it needs room of.
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
 JobCompType=jobcomp/none
 # sacct shows each job's --comment (the executor plugin writes the rule's name there).
 AccountingStoreFlags=job_comment
@@ -150,8 +156,9 @@ ReturnToService=2
 MinJobAge=300
 SchedulerParameters=sched_interval=2
 NodeName=$node CPUs=$cpus RealMemory=$memory_mb Gres=gpu:1 State=UNKNOWN
-PartitionName=cpu Nodes=$node Default=YES MaxTime=INFINITE State=UP
-PartitionName=gpu Nodes=$node MaxTime=INFINITE State=UP
+PartitionName=cpu Nodes=$node Default=YES MaxTime=INFINITE State=UP PriorityTier=2
+PartitionName=gpu Nodes=$node MaxTime=INFINITE State=UP PriorityTier=2
+PartitionName=preemptible Nodes=$node MaxTime=INFINITE State=UP PriorityTier=1
 EOF
 sed -i "s/^DbdHost=localhost$/DbdHost=localhost\nDbdPort=6919/" "$state/slurmdbd.conf"
 cat >"$state/gres.conf" <<EOF

@@ -29,7 +29,7 @@ from citeval.collection_list import (
     tuning_collections,
 )
 from citeval.config import Config
-from citeval.jobs import Jobs
+from citeval.jobs import BM25_CHAIN, DENSE_CHAIN, Jobs
 from citeval.layout import LOCAL_COLLECTION, Layout, oracle_run, reranked_label, reranked_run
 from citeval.settings import StageSettings
 
@@ -111,6 +111,12 @@ class Plan:
     def jobs(self) -> Jobs:
         """Each rule's threads and resources (citeval.jobs)."""
         return Jobs.from_config(self.config)
+
+    def chain_of_metrics(self, model: str) -> str | None:
+        """The job group of a run's metrics: its retrieval's chain (citeval.jobs)."""
+        if model == "bm25":
+            return BM25_CHAIN
+        return DENSE_CHAIN if model in self.dense_models else None
 
     def settings(self, stage: StageSettings, **values: Any) -> str:
         """A job's settings flags, shell-quoted (``values``: settings the plan derives)."""

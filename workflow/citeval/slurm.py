@@ -82,7 +82,7 @@ def exceeded_limits(limits: Any, job: Any) -> list[str]:
         ("GPUs", gpus, limits.max_gpu if gpus else float("inf"), "max_gpu"),
     ]
     return [
-        f"{asked:g} {what} > {key} {limit:g}"
+        f"{asked:.12g} {what} > {key} {limit:.12g}"
         for what, asked, limit, key in checks
         if not isinf(limit) and asked > limit
     ]
