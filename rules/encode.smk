@@ -1,6 +1,6 @@
 # Embedding shards: every paper in any test pool or query is embedded once per model and
 # reused across pools and repetitions. One job per shard; a finished shard is never redone.
-# GPU requests are cluster settings and live in profiles/ (set-resources), not here.
+# Its GPU request comes from citeval.jobs (jobs.gpu); the partition from the profile.
 
 
 rule encode:

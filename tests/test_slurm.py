@@ -1,15 +1,16 @@
 """The pipeline through a real SLURM scheduler (tests/slurm/cluster.sh: one node, slurmdbd).
 
-A small config runs through ``profiles/slurm`` with the executor plugin: every job goes
-through ``sbatch`` (``sacct`` lists it), GPU rules are scheduled on the ``gpu`` partition
-with ``--gpus=1`` and run on the CPU inside the job, the results equal a local run of the
-same config byte for byte, and a second run has nothing to do. A two-rule workflow then
-checks how job failures end: a job cancelled while running (``CANCELLED by 0``) and a job
-that exits non-zero both fail within a status interval and are retried per the profile's
-``retries``, and a rerun recovers.
+A small config runs through ``profiles/slurm`` with the executor plugin and the node's
+facts in the profile's partitions file: every job goes through ``sbatch`` (``sacct``
+lists it), GPU rules land on the ``gpu`` partition with ``--gpus=1`` and run on the CPU
+inside the job, each collection's chain is one job, the results equal a local run of the
+same config byte for byte, and a second run has nothing to do. A small workflow then
+checks how jobs end badly: cancelled while running (``CANCELLED by 0``), past their time
+(``TIMEOUT``), past their memory (killed by SLURM), preempted by a higher-tier partition
+(``PREEMPTED``) and exiting non-zero all fail and are retried per the profile's
+``retries``, a rerun recovers, and a job no partition holds is refused before submission.
 
-Needs root (CI runs as root); the cluster script installs SLURM with apt-get when missing.
-"""
+Needs root (CI runs as root); the cluster script installs SLURM with apt-get when missing."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -120,9 +123,44 @@ def small_config(tiny_bert_dir: Path) -> dict:
     return config
 
 
+def failures_workflow(root: Path, env: dict) -> tuple[Path, Callable[..., list[str]]]:
+    """A workflow of jobs that end badly, and the profile command that runs its targets."""
+    workdir = root / "failures"
+    workdir.mkdir(parents=True)
+    snakefile = workdir / "Snakefile"
+    snakefile.write_text(FAILURES_SNAKEFILE.format(package=str(REPO / "workflow")))
+    profile = slurm_profile(root / "failures-profile", env)
+
+    def command(*targets: str) -> list[str]:
+        return snakemake_command(workdir, "--profile", str(profile), *targets, snakefile=snakefile)
+
+    return workdir, command
+
+
+def cancel_once_running(workdir: Path, env: dict, rule: str, process: subprocess.Popen) -> str:
+    """Cancel ``rule``'s first attempt once it runs, as an administrator would; its job id."""
+    wait_for(workdir / f"{rule}.started", process)
+    job = squeue_job(env, rule)
+    subprocess.run(["scancel", job], env=env, check=True)
+    return job
+
+
 @pytest.fixture(scope="module")
 def slurm_and_local(cluster, tmp_path_factory, tiny_bert_dir):
+    """The pipeline through SLURM and locally, and beside them the workflow of failing jobs
+    (they mostly sleep, so the three share the node)."""
     root = tmp_path_factory.mktemp("slurm-run")
+    failures, failures_command = failures_workflow(root, cluster)
+    (failures / "fail.flag").touch()
+    failing = subprocess.Popen(
+        failures_command(), cwd=failures, env=cluster,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    cancelled: list[str] = []
+    canceller = threading.Thread(
+        target=lambda: cancelled.append(cancel_once_running(failures, cluster, "slow", failing))
+    )
+    canceller.start()
     profile = slurm_profile(root / "profile", cluster)
     config = small_config(tiny_bert_dir)
     on_slurm = prepare(root / "slurm", config)
@@ -140,10 +178,18 @@ def slurm_and_local(cluster, tmp_path_factory, tiny_bert_dir):
     )
     local_run.wait(timeout=900)
     local_log.close()
+    try:
+        _, failing_stderr = failing.communicate(timeout=400)
+    finally:
+        failing.kill()  # a hung workflow (the plugin missing a job's end) ends here
+    canceller.join(timeout=10)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     assert local_run.returncode == 0, (root / "local.log").read_text()[-6000:]
     log = result.stdout + result.stderr
-    return {"slurm": on_slurm, "local": local, "log": log, "profile": profile}
+    return {
+        "slurm": on_slurm, "local": local, "log": log, "profile": profile,
+        "failures": (failures, failures_command, failing.returncode, failing_stderr, cancelled),
+    }  # fmt: skip
 
 
 def test_every_job_went_through_sbatch(slurm_and_local, cluster):
@@ -156,6 +202,15 @@ def test_every_job_went_through_sbatch(slurm_and_local, cluster):
     [encode] = [job for job in submitted if accounted[job]["Comment"].startswith("rule_encode_")]
     assert accounted[encode]["Partition"] == "gpu"
     assert "gres/gpu=1" in accounted[encode]["AllocTRES"]
+    # Each collection's chains went as one job each: BM25's index, search and metrics,
+    # and the encoder's retrieval and metrics.
+    comments = [accounted[job]["Comment"] for job in submitted]
+    assert (
+        sum(c.startswith("rule_bm25-collection_bm25_index_bm25_search_metrics") for c in comments)
+        == 1
+    )
+    assert sum(c.startswith("rule_dense-collection_dense_retrieve_metrics") for c in comments) == 1
+    assert not any(c.startswith(("rule_bm25_search", "rule_metrics")) for c in comments)
 
 
 def test_results_equal_a_local_run_and_a_rerun_has_nothing_to_do(slurm_and_local, cluster):
@@ -219,10 +274,14 @@ rule hungry:
         "python -c 'import time; x = bytearray(600 * 2**20); x[::4096] = bytes(len(x[::4096])); "
         "time.sleep(30)'; fi; touch {{output}}"
 
+# The first attempt runs until it is preempted; the retry finishes at once.
 rule victim:
     output: "victim.done"
-    resources: runtime=5, mem_mb=500, slurm_partition="preemptible"
-    shell: "echo started > victim.started; sleep 20; touch {{output}}"
+    resources:
+        runtime=lambda wildcards, attempt: 4 + attempt, mem_mb=500, slurm_partition="preemptible"
+    shell:
+        "if [ {{resources.runtime}} -eq 5 ]; then echo started > victim.started; sleep 300; fi; "
+        "touch {{output}}"
 
 rule huge:
     output: "huge.done"
@@ -253,42 +312,18 @@ def wait_for(path: Path, process: subprocess.Popen, seconds: float = 120) -> Non
 
 @pytest.fixture
 def failures(cluster, tmp_path):
-    """A workflow of jobs that end badly, and the profile command that runs its targets."""
-    workdir = tmp_path / "failures"
-    workdir.mkdir()
-    snakefile = workdir / "Snakefile"
-    snakefile.write_text(FAILURES_SNAKEFILE.format(package=str(REPO / "workflow")))
-    profile = slurm_profile(tmp_path / "profile", cluster)
-
-    def command(*targets: str) -> list[str]:
-        return snakemake_command(workdir, "--profile", str(profile), *targets, snakefile=snakefile)
-
-    return workdir, command
+    return failures_workflow(tmp_path, cluster)
 
 
-def test_cancelled_timed_out_oom_and_failing_jobs_fail_are_retried_and_recover(cluster, failures):
-    workdir, command = failures
-    (workdir / "fail.flag").touch()
-    process = subprocess.Popen(
-        command(),
-        cwd=workdir,
-        env=cluster,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    # Cancel the slow job's first attempt once it runs, as an administrator would.
-    wait_for(workdir / "slow.started", process)
-    slow = squeue_job(cluster, "slow")
-    subprocess.run(["scancel", slow], env=cluster, check=True)
-    try:
-        _, stderr = process.communicate(timeout=300)
-    finally:
-        process.kill()  # a hung workflow (the plugin missing an end) ends here
+def test_cancelled_timed_out_oom_and_failing_jobs_fail_are_retried_and_recover(
+    slurm_and_local, cluster
+):
+    workdir, command, returncode, stderr, cancelled = slurm_and_local["failures"]
     # Snakemake saw each end: the cancelled, timed-out and killed jobs failed, were
     # resubmitted and then finished; flaky failed twice (first try and retry), so the
     # workflow failed cleanly.
-    assert process.returncode != 0
+    [slow] = cancelled
+    assert returncode != 0
     assert f"SLURM-job '{slow}' failed, SLURM status is: 'CANCELLED'" in stderr
     assert "SLURM status is: 'TIMEOUT'" in stderr
     for name in ("slow", "overtime", "hungry"):

@@ -155,7 +155,10 @@ ReturnToService=2
 # Keep finished jobs in squeue a while, and poll often: the tests wait on them.
 MinJobAge=300
 SchedulerParameters=sched_interval=2
-NodeName=$node CPUs=$cpus RealMemory=$memory_mb Gres=gpu:1 State=UNKNOWN
+# Three CPUs per real one (config_overrides lets the node claim them): the tests' jobs
+# mostly sleep or wait on the scheduler, and their failure scenarios run beside the pipeline.
+SlurmdParameters=config_overrides
+NodeName=$node CPUs=$((cpus * 3)) RealMemory=$memory_mb Gres=gpu:1 State=UNKNOWN
 PartitionName=cpu Nodes=$node Default=YES MaxTime=INFINITE State=UP PriorityTier=2
 PartitionName=gpu Nodes=$node MaxTime=INFINITE State=UP PriorityTier=2
 PartitionName=preemptible Nodes=$node MaxTime=INFINITE State=UP PriorityTier=1
