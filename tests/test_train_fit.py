@@ -134,12 +134,17 @@ def test_training_lowers_the_triplet_loss_and_reloads_through_the_registry(
     got = encoder.encode(titles, abstracts).vectors
     assert np.allclose(got, expected, atol=1e-5)
 
-    # A finished run is never redone.
+    # A finished run is never redone; what a job that died before cleaning up left behind
+    # (the texts file, checkpoints) is removed.
     stamp = (model_dir / "training.json").stat().st_mtime_ns
+    leftovers = [tmp_path / "out" / "triplet_texts.arrow", tmp_path / "out" / "checkpoints"]
+    leftovers[0].write_bytes(b"texts")
+    (leftovers[1] / "checkpoint-3").mkdir(parents=True)
     train_encoder(
         triplets, papers, spec, settings, tmp_path / "out", device="cpu", memory_limit=MEMORY
     )
     assert (model_dir / "training.json").stat().st_mtime_ns == stamp
+    assert not any(path.exists() for path in leftovers)
 
 
 def test_training_is_byte_identical_for_a_seed(tmp_path: Path, tiny_bert_dir: Path) -> None:

@@ -208,6 +208,9 @@ def train_encoder(
     final = output / FINAL_DIR
     if (final / TRAINING_JSON).is_file():
         LOG.info("%s exists: training is finished, nothing to do", final / TRAINING_JSON)
+        # What a job that died between writing the model and cleaning up left behind.
+        shutil.rmtree(output / CHECKPOINT_DIR, ignore_errors=True)
+        (output / TEXTS_FILE).unlink(missing_ok=True)
         return final
     check_trainable(spec)
     started = time.perf_counter()
