@@ -275,8 +275,9 @@ def planned_jobs(workdir: Path, change, *options: str) -> dict[str, list[str]]:
     jobs: dict[str, list[str]] = {}
     rule = None
     for line in result.stdout.splitlines():
-        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
-            rule = line.split()[1].rstrip(":")
+        stripped = line.strip()  # jobs of a job group are listed indented under it
+        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
+            rule = stripped.split()[1].rstrip(":")
             jobs.setdefault(rule, [])
         elif rule and line.strip().startswith("output:"):
             jobs[rule].append(line.strip().removeprefix("output:").strip())
