@@ -154,6 +154,8 @@ def test_same_seed_same_model_bytes_and_a_finished_run_is_not_redone(
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [FINAL_DIR]  # no checkpoints
 
     stamp = (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns
+    # Checkpoints a job that died before deleting them left behind are removed.
+    (tmp_path / "a" / "checkpoints" / "checkpoint-2").mkdir(parents=True)
     with caplog.at_level(logging.INFO):
         assert train(pairs, texts, settings, tmp_path / "a", device="cpu") == {}
         argv = ["train", "--run", str(run), "--qrels", str(qrels), "--papers", str(papers),
@@ -162,6 +164,7 @@ def test_same_seed_same_model_bytes_and_a_finished_run_is_not_redone(
         assert main(argv) == 0
     assert "nothing to do" in caplog.text
     assert (tmp_path / "a" / FINAL_DIR / TRAINING_JSON).stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [FINAL_DIR]
 
 
 def test_a_killed_run_resumes_from_its_checkpoint_to_the_same_model(

@@ -276,6 +276,8 @@ def train(
     final = output / FINAL_DIR
     if (final / TRAINING_JSON).is_file():
         LOG.info("%s is finished (it has %s): nothing to do", final, TRAINING_JSON)
+        if not keep_checkpoints:  # left by a job that died before deleting them
+            shutil.rmtree(output / CHECKPOINT_DIR, ignore_errors=True)
         return {}
     started = time.perf_counter()
     per_epoch, steps = total_steps(len(pairs), settings)
