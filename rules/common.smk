@@ -2,7 +2,6 @@
 # functions and wildcard constraints every rule file shares. What runs, with which settings,
 # writing which file, is decided in the package; the rules only wire it.
 import json
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from citeval.layout import (
     reranked_run,
 )
 from citeval.jobs import BM25_CHAIN, DENSE_CHAIN
-from citeval.plan import Plan, shell_words
+from citeval.plan import Plan, alternatives, shell_words
 from citeval.slurm import install as adjust_slurm_plugin
 
 # On SLURM, a cancelled or preempted job fails instead of hanging, and a job no partition
@@ -52,24 +51,8 @@ def settings(stage, **values):
     return PLAN.settings(stage, **values)
 
 
-def _alternatives(names):
-    return "|".join(re.escape(name) for name in names) or "(?!)"
-
-
 wildcard_constraints:
-    setup="dataset|field|local",
-    split="test|valid|train",
-    mdcr_split="test|valid",
-    rep=r"\d+",
-    group=r"[a-z0-9-]+",
-    shard=r"[A-Za-z0-9_.-]+",
-    dense_model=_alternatives(PLAN.dense_models),
-    fusion=_alternatives(PLAN.fusions),
-    model=_alternatives(
-        [*PLAN.models, *PLAN.local_rows.values(), *([RERANKER] if RERANKER else [])]
-    ),
-    first_stage=_alternatives(PLAN.first_stages),
-    trained=_alternatives(PLAN.trained_models),
+    **PLAN.wildcard_constraints(),
 
 
 # --- input functions: one line each over the plan ----------------------------------

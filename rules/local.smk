@@ -90,7 +90,7 @@ if PLAN.context_trained_models:
             triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
             report=LAYOUT.trained("{trained}", "triplets_report.json"),
         wildcard_constraints:
-            trained=_alternatives(PLAN.context_trained_models),
+            trained=alternatives(PLAN.context_trained_models),
         params:
             qrels=LAYOUT.qrels("local", "train", LOCAL_COLLECTION),
             settings=settings(stages.LOCAL_TRIPLETS),

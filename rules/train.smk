@@ -74,7 +74,7 @@ rule train_triplets:
         triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
         report=LAYOUT.trained("{trained}", "triplets_report.json"),
     wildcard_constraints:
-        trained=_alternatives(PLAN.graph_trained_models),
+        trained=alternatives(PLAN.graph_trained_models),
     params:
         graph=LAYOUT.train_graph,
         sampler=lambda wildcards: PLAN.trained_models[wildcards.trained].sampler,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -29,6 +31,21 @@ def test_setups_models_and_names(plan):
     assert plan.label("bm25.ce@10") == "bm25>ce@10" and plan.label("rrf") == "rrf"
     assert plan.metric_cutoffs == [30, 10, 20]
     assert plan.mdcr_models == [*plan.first_stages, "ce"]
+
+
+def test_wildcard_constraints_match_the_planned_names_only(plan):
+    constraints = plan.wildcard_constraints()
+    assert re.fullmatch(constraints["model"], "bm25.ce@10")
+    assert re.fullmatch(constraints["model"], "minilm_local")
+    assert not re.fullmatch(constraints["model"], "minilm_loca")
+    assert re.fullmatch(constraints["dense_model"], "minilm_scincl")
+    assert not re.fullmatch(constraints["dense_model"], "bm25")
+    assert re.fullmatch(constraints["fusion"], "rrf")
+    # A config without a kind of name plans none of its files.
+    raw = demo_raw()
+    raw["fusion"], raw["local"]["models"] = [], ["bm25", "minilm"]
+    switched_off = Plan.from_config(load_config(raw))
+    assert not re.fullmatch(switched_off.wildcard_constraints()["fusion"], "rrf")
 
 
 def test_trained_encoders_join_the_registry_as_their_base_loaded_from_their_folder(plan):

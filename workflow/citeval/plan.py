@@ -43,6 +43,11 @@ def shell_words(words: Iterable[Any]) -> str:
     return " ".join(shlex.quote(str(word)) for word in words)
 
 
+def alternatives(names: Iterable[str]) -> str:
+    """A pattern matching exactly ``names`` (none: a pattern that matches nothing)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
 def _shard_name(path: str, prefix: str = "") -> str:
     name = os.path.basename(path)
     for suffix in (".gz", ".jsonl", ".json", ".parquet"):
@@ -111,6 +116,23 @@ class Plan:
     def jobs(self) -> Jobs:
         """Each rule's threads and resources (citeval.jobs)."""
         return Jobs.from_config(self.config)
+
+    def wildcard_constraints(self) -> dict[str, str]:
+        """Each wildcard's pattern: its fixed words, or the names this config plans."""
+        reranker = [self.reranker] if self.reranker else []
+        return {
+            "setup": "dataset|field|local",
+            "split": "test|valid|train",
+            "mdcr_split": "test|valid",
+            "rep": r"\d+",
+            "group": r"[a-z0-9-]+",
+            "shard": r"[A-Za-z0-9_.-]+",
+            "dense_model": alternatives(self.dense_models),
+            "fusion": alternatives(self.fusions),
+            "model": alternatives([*self.models, *self.local_rows.values(), *reranker]),
+            "first_stage": alternatives(self.first_stages),
+            "trained": alternatives(self.trained_models),
+        }
 
     def chain_of_metrics(self, model: str) -> str | None:
         """The job group of a run's metrics: its retrieval's chain (citeval.jobs)."""
