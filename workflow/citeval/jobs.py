@@ -39,7 +39,7 @@ class Need:
     model: bool = False
 
 
-_FAN_IN = Need(10)  # tables, plots, fusion and metrics: small files in, small files out
+_FAN_IN = Need(10)  # plots, fusion, metrics, trade-offs: small files in, small files out
 _MODEL = Need(240, 8000, threaded=True, model=True)
 
 NEEDS: dict[str, Need] = {

@@ -36,11 +36,15 @@ _MARK = "_citeval_adjusted"
 _ENDED_AS = {"PREEMPTED": "CANCELLED"}
 
 
+def _state_word(reported: str) -> str:
+    words = reported.split()
+    return words[0] if words else reported
+
+
 def job_state(reported: str) -> str:
     """The state word the plugin understands: ``CANCELLED by 0`` -> ``CANCELLED``,
     ``PREEMPTED`` -> ``CANCELLED``."""
-    words = reported.split()
-    word = words[0] if words else reported
+    word = _state_word(reported)
     return _ENDED_AS.get(word, word)
 
 
@@ -51,7 +55,7 @@ def _reading_state_words(query: Callable[..., Awaitable[Any]]) -> Callable[..., 
         if states is None:
             return states, seconds
         for job, state in states.items():
-            if state.split()[:1] == ["PREEMPTED"]:
+            if _state_word(state) == "PREEMPTED":
                 logger.warning(
                     f"SLURM job {job} was preempted and not requeued: it counts as failed"
                 )
