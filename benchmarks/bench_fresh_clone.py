@@ -1,6 +1,7 @@
 """Time the README's two commands in a fresh clone, as a new user or CI runs them.
 
-Clones this repository (its committed ``HEAD``) into a temporary folder and runs, there,
+Clones this repository (its committed ``HEAD``, or ``--commit``) into a temporary folder
+and runs, there,
 the install (``scripts/install.sh``) and then either the default pipeline
 (``snakemake --cores 2``) or the test suite (``.ci/run``, which installs again: a no-op).
 pip uses the local cache, so the install time is that of a warm cache.
@@ -8,8 +9,12 @@ pip uses the local cache, so the install time is that of a warm cache.
     python benchmarks/bench_fresh_clone.py demo  --output benchmarks/out/fresh-clone-demo.json
     python benchmarks/bench_fresh_clone.py tests --output benchmarks/out/fresh-clone-tests.json
 
-Writes the wall seconds of each step, the exit status, the last lines of the test
-summary, the commit, and the machine's load average before and after.
+Writes the wall and CPU seconds of each step (the CPU time of all its processes), the exit
+status, the last lines of the test summary, the commit, and the machine's load average
+before and after. Two commits measured one after the other compare the suite's speed:
+
+    python benchmarks/bench_fresh_clone.py tests --commit OLD --output old.json
+    python benchmarks/bench_fresh_clone.py tests --output new.json
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -38,14 +44,24 @@ STEPS = {
 }
 
 
-def run_step(command: str, cwd: Path, log_path: Path) -> tuple[float, int]:
-    """Run ``command`` in bash; its output goes to ``log_path``. Returns (seconds, status)."""
-    start = time.perf_counter()
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_step(command: str, cwd: Path, log_path: Path) -> tuple[float, float, int]:
+    """Run ``command`` in bash; its output goes to ``log_path``.
+
+    Returns (wall seconds, CPU seconds of the command and every process it waited for,
+    exit status).
+    """
+    start, cpu_start = time.perf_counter(), children_cpu_seconds()
     with log_path.open("w") as log:
         status = subprocess.run(
             ["bash", "-c", command], cwd=cwd, stdout=log, stderr=subprocess.STDOUT
         ).returncode
-    return round(time.perf_counter() - start, 1), status
+    wall = time.perf_counter() - start
+    return round(wall, 1), round(children_cpu_seconds() - cpu_start, 1), status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,9 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="copy the clone's results/ here before it is deleted (tables, logs, benchmarks)",
     )
+    parser.add_argument("--commit", default="HEAD", help="the commit to clone (default: HEAD)")
     args = parser.parse_args(argv)
 
-    commit = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
+    commit = subprocess.check_output(
+        ["git", "rev-parse", "--verify", f"{args.commit}^{{commit}}"], cwd=ROOT, text=True
+    ).strip()
     result: dict = {
         "benchmark": f"fresh-clone-{args.what}",
         "commit": commit,
@@ -70,13 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="citeval-fresh-") as tmp:
         clone = Path(tmp) / "citeval"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        subprocess.run(["git", "checkout", "--quiet", commit], cwd=clone, check=True)
         for name, command in STEPS[args.what]:
             log_path = Path(tmp) / f"{name}.log"
-            seconds, status = run_step(command, clone, log_path)
+            seconds, cpu_seconds, status = run_step(command, clone, log_path)
             tail = log_path.read_text(errors="replace").splitlines()[-3:]
             result["steps"][name] = {
                 "command": command,
                 "seconds": seconds,
+                "cpu_seconds": cpu_seconds,
                 "status": status,
                 "tail": tail,
             }
