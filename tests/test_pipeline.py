@@ -28,14 +28,10 @@ pytestmark = pytest.mark.slow
 
 
 def worker_cores() -> int:
-    """The CPUs a pipeline run may use: its pytest-xdist worker's share, but at least 2.
-
-    The runs' jobs take one thread each (``jobs.threads: 1``), so two runs given both of
-    2 CPUs take turns rather than spin, and a run beside a worker that mostly waits (the
-    SLURM tests) uses the CPU that worker leaves idle (docs/benchmarks.md, the suite).
-    """
+    """The CPUs one pytest-xdist worker may give a pipeline run. Two runs each given every
+    CPU slow each other several times over: torch's threads spin while they wait."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    return max(2, len(os.sched_getaffinity(0)) // workers)
+    return max(1, len(os.sched_getaffinity(0)) // workers)
 
 
 def snakemake_command(workdir: Path, *args: str, config: str = "config.yaml") -> list[str]:
