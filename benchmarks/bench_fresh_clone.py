@@ -77,9 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", default="HEAD", help="the commit to clone (default: HEAD)")
     args = parser.parse_args(argv)
 
-    commit = subprocess.check_output(
-        ["git", "rev-parse", "--verify", f"{args.commit}^{{commit}}"], cwd=ROOT, text=True
-    ).strip()
+    resolved = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{args.commit}^{{commit}}"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if resolved.returncode != 0:
+        parser.error(f"--commit {args.commit}: no such commit in {ROOT}")
+    commit = resolved.stdout.strip()
     result: dict = {
         "benchmark": f"fresh-clone-{args.what}",
         "commit": commit,
