@@ -1,4 +1,4 @@
-# The paper's tables (TSV + Markdown, p-values against report.baseline) and a provenance
+# The paper's tables (TSV + Markdown, p-values against tables.baseline) and a provenance
 # record, from every test metric file; figures of Tables 1, 2 and 4. Outputs marked with
 # report() make up `snakemake --report report.html`, with captions from report/.
 
