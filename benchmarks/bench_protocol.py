@@ -11,9 +11,10 @@ pool size scaled by ``--scale`` for corpora smaller than S2ORC:
 * BM25 tuned on the validation splits over the default config's k1 × b grid;
 * MDCR built from BM25 alone as the model-based type (``mdcr.models: [bm25]``, one type).
 
-Encoders, fusion and the reranker are off: they need a GPU at this size. Everything else
-is the default config. ``sampling.on_too_small: cap`` keeps a field that cannot supply its
-queries (its collections stay, with fewer queries; the sample report says so).
+Encoders, fusion, the reranker and the local task are off: they need a GPU (and the local
+task full text) at this size. Everything else is the default config.
+``sampling.on_too_small: cap`` keeps a field that cannot supply its queries (its
+collections stay, with fewer queries; the sample report says so).
 
     python benchmarks/bench_protocol.py \
         --corpus 'benchmarks/out/data/synth-10000000x40-seed13-s2orc-v2020/s2orc-*.jsonl.gz' \
@@ -74,10 +75,11 @@ def overlay(name: str, corpus: list[str], scale: float, threads: int) -> dict:
             },
             "validation": {"num_queries": 1000, "queries_per_field": 50},
         },
-        "retrieval": {"threads": threads},
+        "jobs": {"threads": threads},
         "encode": {"models": []},
         "fusion": [],
         "rerank": {"enabled": False},
+        "local": {"enabled": False},
         "mdcr": {"models": ["bm25"], "num_model_types": 1},
     }
 
