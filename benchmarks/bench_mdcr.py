@@ -27,12 +27,13 @@ rerun skips what is done; ``--fresh`` redoes it):
    100k papers) would add 15+ minutes of preparation on 2 cores and change nothing here.
 
 Then ``python -m citeval.mdcr build --split test`` runs as one child process with the
-arguments ``rules/common.smk``'s ``mdcr_build_arguments`` gives it under the default
-config (seed 13, ``--model-selection auto``, 3 model types, 5 positives, 10 negatives per
-type, depth 200, most-cited depth 200, ``--max-candidate-year query_year``,
-``--shortfall fill_from_random``, ``--memory-limit 2GB``, ``--threads 2``). Its wall time
-and its peak RSS (``os.wait4``: the child's own ``ru_maxrss``) are the measured figures;
-``--repeat`` builds more than once and reports each.
+arguments the ``mdcr_build`` rule passes (``settings(stages.MDCR_BUILD, ...)`` in
+``rules/mdcr.smk``) under the default config (seed 13, ``--model-selection auto``, 3
+model types, 5 positives, 10 negatives per type, depth 200, most-cited depth 200,
+``--max-candidate-year query_year``, ``--shortfall fill_from_random``, ``--memory-limit
+2GB``, ``--threads 2``). Its wall time and its peak RSS (``os.wait4``: the child's own
+``ru_maxrss``) are the measured figures; ``--repeat`` builds more than once and reports
+each.
 
 ``citeval.sample field`` draws each test query for one field only (the MDCR format puts a
 query under one field, and ``mdcr build`` refuses a split that lists a query twice); the

@@ -81,7 +81,9 @@ NEEDS: dict[str, Need] = {
     "train_triplets": Need(240, 8000, threaded=True),
     "train_encoder": Need(1440, 8000, threaded=True, model=True),
     # local citation recommendation
-    "contexts_extract": Need(240, 2000),  # one pdf_parses shard
+    # One pdf_parses shard, its contexts held until sorted: about 1.1 KB a context, so an
+    # S2ORC shard of 127k papers at 25-40 contexts a paper needs 3.5-5.6 GB.
+    "contexts_extract": Need(240, 6000),
     "contexts_merge": Need(720, 1000, per_memory_limit=1.0, threaded=True),
     "local_sample": Need(60, 1000, per_memory_limit=1.0, threaded=True),
     "local_triplets": Need(60, 4000),
