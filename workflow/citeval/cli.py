@@ -94,16 +94,33 @@ def run_cli(
     """Parse arguments, configure logging and run ``command``.
 
     A :class:`CitevalError` is printed as one clear line and exits with status 2 instead of
-    a traceback: it describes bad input or config, not a bug.
+    a traceback: it describes bad input or config, not a bug. So is a file the system
+    cannot open (missing, a folder, not writable: the error names it) and a file pattern
+    DuckDB finds nothing for; ``--log-level DEBUG`` adds their tracebacks.
     """
     parser = build_parser()
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    log = logging.getLogger("citeval")
     try:
         command(args)
     except CitevalError as error:
-        logging.getLogger("citeval").error("%s", error)
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+        message = str(error)
+    except OSError as error:
+        if error.filename is None:
+            raise
+        message = f"{error.filename}: {error.strerror}"
+        log.debug("traceback", exc_info=True)
+    except Exception as error:
+        # DuckDB is imported only by the stages that use it; its missing-file error.
+        duckdb = sys.modules.get("duckdb")
+        if duckdb is None or not isinstance(error, duckdb.IOException):
+            raise
+        message = str(error).splitlines()[0]  # the rest quotes the SQL it ran
+        log.debug("traceback", exc_info=True)
+    else:
+        return 0
+    log.error("%s", message)
+    print(f"error: {message}", file=sys.stderr)
+    return 2

@@ -19,6 +19,8 @@ from typing import Any, TextIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from citeval.errors import CitevalError
+
 # Fixed writer settings so that the same table always gives the same bytes.
 PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
@@ -33,15 +35,27 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
 
     Works for files and for directories (the caller creates what it needs at the
-    temporary path). On an exception the temporary is removed and ``path`` is untouched.
+    temporary path): a directory replaces the directory of an earlier run, but a file
+    never replaces a directory (a mistyped ``--output`` must not delete a folder). On an
+    exception the temporary is removed and ``path`` is untouched.
     """
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CitevalError(
+            f"cannot create the folder of the output {final}: {error.strerror} ({error.filename})"
+        ) from None
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     target = tmp / final.name
     try:
         yield target
         if final.is_dir() and not final.is_symlink():
+            if not target.is_dir():
+                raise CitevalError(
+                    f"the output {final} is a file, but a folder is there: remove the folder "
+                    "or name another path"
+                )
             shutil.rmtree(final)
         os.replace(target, final)
     finally:
