@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from citeval.cli import run_cli
+from citeval.cli import require_unique, run_cli
 from citeval.errors import CitevalError
 from citeval.io import write_text
 
@@ -68,3 +68,9 @@ def test_an_output_whose_folder_cannot_be_made_is_an_error_naming_it(tmp_path: P
 
 def test_a_command_that_succeeds_exits_0() -> None:
     assert command_line(lambda: None) == 0
+
+
+def test_a_name_given_twice_is_an_error_naming_it() -> None:
+    require_unique("--models", ["bm25", "minilm"])
+    with pytest.raises(CitevalError, match=r"--models names \['bm25'\] more than once"):
+        require_unique("--models", ["bm25", "minilm", "bm25"])

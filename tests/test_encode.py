@@ -312,6 +312,9 @@ def test_hf_id_that_cannot_be_fetched_is_a_clear_error() -> None:
 def test_missing_local_folder_and_package_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(CitevalError, match="not a model folder"):
         resolve_model_path(str(tmp_path / "nope"))
+    # More parts than an HF id's "org/name": a relative folder, never sent to the hub.
+    with pytest.raises(CitevalError, match="not a model folder"):
+        resolve_model_path("results/no-such-run/rerank/ce/model")
     with pytest.raises(CitevalError, match="cannot import module 'no_such_model_pkg'"):
         resolve_model_path("package:no_such_model_pkg")
 

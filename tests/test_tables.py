@@ -150,6 +150,20 @@ def test_a_field_without_queries_is_a_dash_left_out_of_the_average(results):
     assert "History" not in pvalues and "Biology" in pvalues
 
 
+def test_a_field_without_collections_and_a_row_named_twice_are_errors(results, capsys):
+    def tables(*models_and_fields: str) -> int:
+        return main(
+            ["--results", str(results), "--setups", "field", *models_and_fields,
+             "--config-json", "{}", "--output-dir", str(results / "tables"), "--seed", "1"]
+        )  # fmt: skip
+
+    assert tables("--models", "bm25", "dense", "--fields", "Art", "Biologgy") == 2
+    assert "--fields ['Biologgy']: no field-level collection" in capsys.readouterr().err
+    assert tables("--models", "bm25", "bm25", "--fields", "Art", "Biology") == 2
+    assert "--models names ['bm25'] more than once" in capsys.readouterr().err
+    assert not (results / "tables").exists()
+
+
 def test_missing_metrics_file_is_a_clear_error(results, capsys):
     (results / "metrics" / "field-test" / "art.rep0" / "dense.tsv").unlink()
     status = main(

@@ -86,6 +86,13 @@ def memory_size(text: str) -> str:
     return text
 
 
+def require_unique(flag: str, names: Sequence[str]) -> None:
+    """A flag's names each once: a second would hide or repeat a table row."""
+    twice = sorted({name for name in names if list(names).count(name) > 1})
+    if twice:
+        raise CitevalError(f"{flag} names {twice} more than once: {list(names)}")
+
+
 def run_cli(
     build_parser: Callable[[], argparse.ArgumentParser],
     command: Callable[[argparse.Namespace], None],

@@ -188,7 +188,8 @@ def resolve_model_path(path: str) -> str:
     expanded = os.path.expanduser(path)
     if os.path.isdir(expanded):
         return expanded
-    if path.startswith(("/", "./", "../", "~")) or os.path.exists(expanded):
+    # An HF id is "name" or "org/name": more parts can only be a folder.
+    if path.startswith(("/", "./", "../", "~")) or path.count("/") > 1 or os.path.exists(expanded):
         raise CitevalError(f"model path {path!r} is not a model folder")
     return path
 

@@ -6,8 +6,7 @@ import argparse
 import logging
 from collections.abc import Sequence
 
-from citeval.cli import positive_int, run_cli
-from citeval.errors import ConfigError
+from citeval.cli import positive_int, require_unique, run_cli
 from citeval.local.oracle import write_oracle_run
 from citeval.local.sample import sample_local
 from citeval.local.tables import local_table
@@ -124,9 +123,7 @@ def command(args: argparse.Namespace) -> None:
             seed=args.seed,
         )
         return
-    models = [model for model, _ in args.metrics]
-    if len(set(models)) != len(models):
-        raise ConfigError(f"--metrics names a model twice: {models}")
+    require_unique("--metrics", [model for model, _ in args.metrics])
     settings = settings_for(
         args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
     )

@@ -62,7 +62,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citeval import stages
-from citeval.cli import positive_int, run_cli
+from citeval.cli import positive_int, require_unique, run_cli
 from citeval.errors import ConfigError
 from citeval.io import write_json
 from citeval.mdcr.evaluate import (
@@ -247,6 +247,8 @@ def tables_command(args: argparse.Namespace) -> None:
     from citeval.mdcr.tables import write_tables
     from citeval.significance import settings_for
 
+    require_unique("--evaluations", [model for model, _ in args.evaluations])
+    require_unique("--per-query", [model for model, _ in args.per_query])
     settings = settings_for(
         args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
     )

@@ -38,7 +38,7 @@ from pathlib import Path
 from statistics import fmean
 
 from citeval.collection_list import CollectionInfo, field_slug, pool_size_of, read_collections
-from citeval.errors import InputDataError
+from citeval.errors import CitevalError, InputDataError
 from citeval.io import file_fingerprint, write_text
 from citeval.layout import Layout, run_name
 from citeval.metrics import ALL_QUERIES, read_per_query_tsv
@@ -304,7 +304,13 @@ def field_level_tables(
     values = collection_values(results, "field", models, list(tables))
     means = mean_over_reps(collection_means(values))
     present = {group for group, _ in means}
-    shown = [name for name in fields if field_slug(name) in present]
+    absent = [name for name in fields if field_slug(name) not in present]
+    if absent:
+        raise CitevalError(
+            f"--fields {absent}: no field-level collection under {results} "
+            f"(its fields: {sorted(present)})"
+        )
+    shown = list(fields)
     test = settings is not None and not baseline_missing(models, settings, "field-level tables")
     if test:
         check_same_queries(values, settings.baseline)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citeval import stages
-from citeval.cli import run_cli
+from citeval.cli import require_unique, run_cli
 from citeval.errors import ConfigError
 from citeval.io import write_json, write_text
 from citeval.significance import settings_for
@@ -64,6 +64,9 @@ def command(args: argparse.Namespace) -> None:
     if not args.cutoffs:
         raise ConfigError("--cutoffs is empty: the R@k columns need a cutoff")
     cutoff = args.cutoffs[0]
+    require_unique("--models", args.models)
+    require_unique("--rerank-models", args.rerank_models)
+    require_unique("--fields", args.fields)
     settings = settings_for(
         args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
     )
