@@ -4,6 +4,7 @@ status 2 rather than a traceback, and no output that replaces a folder."""
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 import duckdb
@@ -74,3 +75,22 @@ def test_a_name_given_twice_is_an_error_naming_it() -> None:
     require_unique("--models", ["bm25", "minilm"])
     with pytest.raises(CitevalError, match=r"--models names \['bm25'\] more than once"):
         require_unique("--models", ["bm25", "minilm", "bm25"])
+
+
+@pytest.mark.parametrize(
+    ("stage", "arguments"),
+    [
+        ("bm25", ["search", "--tag", "my run"]),
+        ("fusion", ["--tag", ""]),
+        ("retrieve", ["--tag", "a\tb"]),
+        ("rerank", ["rerank", "--tag-prefix", "ce k"]),
+    ],
+)
+def test_a_run_tag_with_whitespace_is_refused_before_any_work(
+    stage: str, arguments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = importlib.import_module(f"citeval.{stage}.cli").main
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    assert "must be non-empty, without whitespace" in capsys.readouterr().err

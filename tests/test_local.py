@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from citeval.collection_list import read_collections
-from citeval.errors import CitevalError, InputDataError
+from citeval.errors import CitevalError, ConfigError, InputDataError
 from citeval.local.cli import main
 from citeval.local.sample import sample_local, split_citing_papers
 from citeval.local.tables import local_measures
@@ -144,6 +144,13 @@ def test_split_by_citing_paper_and_time(tmp_path):
     }
     assert set(qrels["q2:0"]) == {"a2"}
     assert set(qrels["q4:1"]) == {"a4"}
+
+
+def test_a_query_year_without_contexts_follows_on_too_small(tmp_path):
+    with pytest.raises(ConfigError, match=r"local test contexts: requested 1, but only 0"):
+        _sample(tmp_path, query_year=1800, on_too_small="fail")
+    report = _sample(tmp_path, out="capped", query_year=1800)
+    assert "local test contexts: requested 1, but only 0 are available" in report["warnings"]
 
 
 def test_query_texts_carry_the_global_context(tmp_path):

@@ -86,6 +86,13 @@ def memory_size(text: str) -> str:
     return text
 
 
+def run_tag(text: str) -> str:
+    """A TREC run's tag (or tag prefix): one token, as reading a run splits on whitespace."""
+    if text.split() != [text]:
+        raise argparse.ArgumentTypeError(f"must be non-empty, without whitespace: {text!r}")
+    return text
+
+
 def require_unique(flag: str, names: Sequence[str]) -> None:
     """A flag's names each once: a second would hide or repeat a table row."""
     twice = sorted({name for name in names if list(names).count(name) > 1})

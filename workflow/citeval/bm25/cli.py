@@ -12,7 +12,7 @@ from citeval.bm25.index import analyze_corpus, build_pool_index
 from citeval.bm25.papers import connect, load_queries
 from citeval.bm25.search import check_index_group, check_searcher, resolve_params, search_queries
 from citeval.bm25.tune import tune
-from citeval.cli import duckdb_memory_setting, positive_int, run_cli
+from citeval.cli import duckdb_memory_setting, positive_int, run_cli, run_tag
 from citeval.io import write_json
 from citeval.stages import BM25_ANALYZE, BM25_SEARCH, BM25_TUNE
 from citeval.trec import write_run
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a `tune` output: its tuned k1 and b take precedence over --k1 and --b",
     )
     search.add_argument("--output", required=True, help="TREC run file to write")
-    search.add_argument("--tag", default="bm25", help="run tag (default: bm25)")
+    search.add_argument("--tag", default="bm25", type=run_tag, help="run tag (default: bm25)")
     _add_batch_size(search)
     BM25_SEARCH.add_to(search)
     _add_runtime_arguments(search)

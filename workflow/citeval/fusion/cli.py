@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from citeval.cli import run_cli
+from citeval.cli import run_cli, run_tag
 from citeval.errors import ConfigError
 from citeval.fusion import reciprocal_rank_fusion
 from citeval.stages import FUSE
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--runs", required=True, nargs="+", type=Path, help="TREC runs to fuse (2 or more)"
     )
     parser.add_argument("--output", required=True, type=Path, help="fused TREC run to write")
-    parser.add_argument("--tag", default="rrf", help="run tag (default rrf)")
+    parser.add_argument("--tag", default="rrf", type=run_tag, help="run tag (default rrf)")
     FUSE.add_to(parser)
     return parser
 
@@ -33,8 +33,6 @@ def build_parser() -> argparse.ArgumentParser:
 def command(args: argparse.Namespace) -> None:
     if len(args.runs) < 2:
         raise ConfigError(f"--runs needs at least 2 runs to fuse, got {len(args.runs)}")
-    if not args.tag or any(ch.isspace() for ch in args.tag):
-        raise ConfigError(f"--tag must be non-empty without whitespace, got {args.tag!r}")
     runs = []
     for path in args.runs:
         run = read_run(path)

@@ -219,6 +219,8 @@ def _choose_queries(
         f"SELECT DISTINCT granularity FROM queries WHERE {condition} ORDER BY granularity",
         parameters,
     ).fetchall()
+    if not names:  # no context at all: a query year outside the data, or an empty split
+        guard.check(f"local {split} contexts", requested or 1, 0)
     for (granularity,) in names:
         matching = f"FROM queries WHERE {condition} AND granularity = ?"
         if requested is None:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citeval import stages
-from citeval.cli import positive_int, run_cli
+from citeval.cli import positive_int, run_cli, run_tag
 from citeval.errors import CitevalError
 
 LOG = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     rerank.add_argument("--ks", required=True, type=positive_int, nargs="+")
     rerank.add_argument("--outputs", required=True, type=Path, nargs="+", help="one per K")
     rerank.add_argument("--timing", required=True, type=Path, help="timing JSON to write")
-    rerank.add_argument("--tag-prefix", default="ce-k", help="run tag is <prefix><K>")
+    rerank.add_argument("--tag-prefix", default="ce-k", type=run_tag, help="run tag is <prefix><K>")
     _add_threads(rerank)
     stages.RERANK.add_to(rerank)
     rerank.set_defaults(handler=rerank_command)

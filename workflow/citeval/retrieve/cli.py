@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citeval.aspire import ASPIRE_MODES, retrieve_aspire
-from citeval.cli import run_cli
+from citeval.cli import run_cli, run_tag
 from citeval.embeddings import EmbeddingStore
 from citeval.errors import ConfigError
 from citeval.faiss_index import SIMILARITIES, IndexSpec, set_num_threads
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="cap when doubling the hits of unproven queries (default 32*k)",
     )
     parser.add_argument("--output", required=True, type=Path, help="TREC run to write")
-    parser.add_argument("--tag", required=True, help="run tag (the model name)")
+    parser.add_argument("--tag", required=True, type=run_tag, help="run tag (the model name)")
     parser.add_argument(
         "--recall-report",
         type=Path,
@@ -116,8 +116,6 @@ def build_parser() -> argparse.ArgumentParser:
 def command(args: argparse.Namespace) -> None:
     if args.k < 1:
         raise ConfigError(f"--k must be >= 1, got {args.k}")
-    if not args.tag or any(ch.isspace() for ch in args.tag):
-        raise ConfigError(f"--tag must be non-empty without whitespace, got {args.tag!r}")
     for name in ("aspire_hits", "aspire_max_hits", "batch_size"):
         value = getattr(args, name)
         if value is not None and value < 1:
