@@ -37,6 +37,19 @@ def test_gather_from_shards_equals_concatenation(tmp_path: Path) -> None:
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-6)
 
 
+def test_a_nan_vector_is_an_error_naming_its_shard_row_and_paper(tmp_path: Path) -> None:
+    ids = paper_ids(20)
+    vectors = random_vectors(20, 0)
+    vectors[13, 2] = np.nan
+    write_store(tmp_path / "emb", ids, vectors, num_shards=2)
+    store = EmbeddingStore(tmp_path / "emb")
+    with pytest.raises(InputDataError, match=rf"shard-00001.npy: row 3 \(paper {ids[13]}\)"):
+        store.gather(store.locate(ids), chunk_rows=6, progress=False)
+    # The papers around it gather as before.
+    clean = [ids[i] for i in range(20) if i != 13]
+    assert np.isfinite(store.gather(store.locate(clean), progress=False)).all()
+
+
 def test_store_order_does_not_depend_on_shard_layout(tmp_path: Path) -> None:
     ids = paper_ids(20)
     vectors = random_vectors(20, 1)

@@ -377,8 +377,25 @@ class EmbeddingStore:
                 self.read_into(
                     selection, start, stop, out[start:stop], normalize=normalize, cache=cache
                 )
+                self._check_finite(selection, start, out[start:stop])
                 bar.update(stop - start)
         return out
+
+    def _check_finite(self, selection: Selection, start: int, chunk: np.ndarray) -> None:
+        """A NaN or infinite vector would silently drop its paper from every ranking."""
+        bad = np.flatnonzero(~np.isfinite(chunk).all(axis=1))
+        if not len(bad):
+            return
+        row = start + int(bad[0])
+        paper = ""
+        if len(selection.paper_ids):
+            index = int(np.searchsorted(selection.offsets, row, side="right")) - 1
+            paper = f" (paper {selection.paper_ids[index]})"
+        raise InputDataError(
+            f"row {int(selection.row[row])}{paper}: the vector has NaN or infinite values "
+            f"({len(bad)} such rows in this chunk); embed the model again",
+            path=str(self.shards[int(selection.shard[row])].vectors_path),
+        )
 
 
 def selection_rows(selection: Selection, rows: np.ndarray) -> Selection:

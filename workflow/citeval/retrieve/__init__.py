@@ -58,17 +58,24 @@ def read_collection(
     queries_path: str | Path, pools_path: str | Path, group: str, rep: int
 ) -> tuple[list[str], list[str]]:
     """Sorted query ids of ``group`` and sorted pool paper ids of ``(group, rep)``."""
-    try:
-        queries = pq.read_table(
-            queries_path, columns=["group", "query_id"], filters=[("group", "==", group)]
-        )
-        pool = pq.read_table(
+    reads = {
+        "queries": (queries_path, ["group", "query_id"], [("group", "==", group)]),
+        "pool": (
             pools_path,
-            columns=["group", "rep", "paper_id"],
-            filters=[("group", "==", group), ("rep", "==", rep)],
-        )
-    except (OSError, ValueError, KeyError) as error:
-        raise InputDataError(f"cannot read the collection: {error}") from error
+            ["group", "rep", "paper_id"],
+            [("group", "==", group), ("rep", "==", rep)],
+        ),
+    }
+    tables = {}
+    for name, (path, columns, filters) in reads.items():
+        try:
+            tables[name] = pq.read_table(path, columns=columns, filters=filters)
+        except (OSError, ValueError, KeyError) as error:
+            first_line = str(error).splitlines()[0]  # pyarrow then lists the file's columns
+            raise InputDataError(
+                f"cannot read the {name} (columns {columns}): {first_line}", path=str(path)
+            ) from error
+    queries, pool = tables["queries"], tables["pool"]
     query_ids = sorted(set(queries.column("query_id").to_pylist()))
     pool_ids = sorted(set(pool.column("paper_id").to_pylist()))
     if not query_ids and group_query_count(Path(queries_path).parent, group) > 0:
