@@ -724,6 +724,12 @@ def test_choose_best_takes_first_maximum_in_grid_order() -> None:
     assert bm25_tune.choose_best(grid) is grid[1]
     with pytest.raises(ConfigError):
         bm25_tune.choose_best([{"k1": 1.0, "b": 0.5, "score": math.nan}])
+    grid = [
+        {"k1": k1, "score": math.nan, "per_collection": {"art.rep0": math.nan, "bio.rep0": 0.3}}
+        for k1 in (0.6, 0.9)
+    ]
+    with pytest.raises(ConfigError, match=r"NaN at every point: \['art.rep0'\]"):
+        bm25_tune.choose_best(grid)
 
 
 def test_tune_cli_picks_the_argmax(corpus: dict, tmp_path: Path) -> None:

@@ -7,8 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from citeval.errors import InputDataError
 from citeval.mdcr.cli import main
-from citeval.mdcr.evaluate import evaluate_benchmark, evaluate_queries, format_rows_tsv
+from citeval.mdcr.evaluate import (
+    TSV_COLUMNS,
+    evaluate_benchmark,
+    evaluate_queries,
+    format_rows_tsv,
+)
 from citeval.mdcr.formats import write_benchmark, write_scores
 from citeval.mdcr.tables import read_queries_tsv, read_rows_tsv
 
@@ -148,3 +154,13 @@ def test_per_query_files_must_match_the_evaluations(
     )
     assert run_tables(evaluated, "--baseline", "bm25") == 2
     assert "do not match its evaluation TSV" in capsys.readouterr().err
+
+
+def test_a_short_or_non_numeric_evaluation_row_is_named_by_line(tmp_path: Path) -> None:
+    header = "\t".join(TSV_COLUMNS)
+    good = "\t".join(["all", "Art", "2"] + ["50.0"] * (len(TSV_COLUMNS) - 3))
+    for bad in ("all\tArt\t2", good.replace("50.0", "high", 1)):
+        path = tmp_path / "eval.tsv"
+        path.write_text(f"{header}\n{good}\n{bad}\n")
+        with pytest.raises(InputDataError, match=r"eval.tsv:3: not an evaluation TSV row"):
+            read_rows_tsv(path)

@@ -48,7 +48,17 @@ def choose_best(grid_scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if best is None or score > best["score"]:
             best = point
     if best is None:
-        raise ConfigError("every grid point scored NaN; nothing to choose")
+        # A collection whose score is NaN at every point (its qrels match none of its
+        # queries) makes every mean NaN: name it.
+        nan_everywhere = sorted(
+            name
+            for name in (grid_scores[0].get("per_collection", {}) if grid_scores else {})
+            if all(math.isnan(point["per_collection"][name]) for point in grid_scores)
+        )
+        raise ConfigError(
+            "every grid point scored NaN; nothing to choose"
+            + (f" (NaN at every point: {nan_everywhere})" if nan_everywhere else "")
+        )
     return best
 
 

@@ -60,19 +60,19 @@ def read_rows_tsv(path: str | os.PathLike) -> list[Row]:
                     f"expected the columns {list(TSV_COLUMNS)}, got {reader.fieldnames}",
                     path=str(path),
                 )
-            return [
-                Row(
-                    record["candidates"],
-                    record["field"],
-                    int(record["n_queries"]),
-                    {m: float(record[m]) for m in MEASURES},
-                )
-                for record in reader
-            ]
+            rows = []
+            for record in reader:
+                try:
+                    values = {m: float(record[m]) for m in MEASURES}
+                    n_queries = int(record["n_queries"])
+                except (TypeError, ValueError) as error:  # a short row gives None
+                    raise InputDataError(
+                        f"not an evaluation TSV row: {error}", path=str(path), line=reader.line_num
+                    ) from None
+                rows.append(Row(record["candidates"], record["field"], n_queries, values))
+            return rows
     except OSError as error:
         raise InputDataError(f"cannot read: {error.strerror}", path=str(path)) from None
-    except ValueError as error:
-        raise InputDataError(f"not an evaluation TSV: {error}", path=str(path)) from None
 
 
 def read_queries_tsv(path: str | os.PathLike) -> PerQuery:
