@@ -351,3 +351,7 @@ def test_oracle_prefetch_puts_every_cited_paper_in_the_top_k(tmp_path):
     qrels = tmp_path / "qrels"
     qrels.write_text("q 0 d3 1\n")
     assert oracle_run(run, qrels, 1) == {"q": {"d3": 3.0, "d1": 2.0, "d2": 1.0}}
+    # Another split's qrels: no query of the run is judged, so nothing could be placed.
+    qrels.write_text("other 0 d3 1\n")
+    with pytest.raises(InputDataError, match="none of the run's 1 queries is in the qrels"):
+        oracle_run(run, qrels, 1)

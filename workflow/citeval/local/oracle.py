@@ -11,11 +11,14 @@ labelled as an oracle (``bm25+oracle20>ce@20``), never compared as a real first 
 
 from __future__ import annotations
 
+import logging
 import os
 
-from citeval.errors import CitevalError
+from citeval.errors import CitevalError, InputDataError
 from citeval.rerank.data import read_ranked_run
 from citeval.trec import Run, read_qrels, write_run
+
+log = logging.getLogger(__name__)
 
 
 def oracle_list(ranked: list[str], cited: set[str], k: int) -> list[str]:
@@ -40,8 +43,19 @@ def oracle_run(run_path: str | os.PathLike, qrels_path: str | os.PathLike, k: in
     if k < 1:
         raise CitevalError(f"K must be >= 1, got {k}")
     qrels = read_qrels(qrels_path)
+    run = read_ranked_run(run_path)
+    unjudged = sorted(set(run) - set(qrels))
+    if run and len(unjudged) == len(run):
+        # Another split's qrels: the oracle would place nothing and copy the run.
+        raise InputDataError(
+            f"none of the run's {len(run)} queries is in the qrels {qrels_path}", path=str(run_path)
+        )
+    if unjudged:
+        log.warning(
+            "%d queries of %s are not in %s: kept as ranked", len(unjudged), run_path, qrels_path
+        )
     result: Run = {}
-    for qid, ranked in read_ranked_run(run_path).items():
+    for qid, ranked in run.items():
         cited = {doc for doc, rel in qrels.get(qid, {}).items() if rel > 0}
         order = oracle_list([doc for doc, _ in ranked], cited, k)
         result[qid] = {doc: float(len(order) - i) for i, doc in enumerate(order)}
