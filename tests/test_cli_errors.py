@@ -93,4 +93,4 @@ def test_a_run_tag_with_whitespace_is_refused_before_any_work(
     with pytest.raises(SystemExit) as exit_info:
         main(arguments)
     assert exit_info.value.code == 2
-    assert "must be non-empty, without whitespace" in capsys.readouterr().err
+    assert "a run tag must be non-empty and contain no whitespace" in capsys.readouterr().err

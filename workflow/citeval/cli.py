@@ -6,6 +6,7 @@ import argparse
 import logging
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from citeval.errors import CitevalError
@@ -87,15 +88,20 @@ def memory_size(text: str) -> str:
 
 
 def run_tag(text: str) -> str:
-    """A TREC run's tag (or tag prefix): one token, as reading a run splits on whitespace."""
-    if text.split() != [text]:
-        raise argparse.ArgumentTypeError(f"must be non-empty, without whitespace: {text!r}")
+    """A TREC run's tag (or tag prefix): the one-token check that writing a run applies,
+    made before any work."""
+    from citeval.trec import check_token  # trec imports pyarrow: only when a flag needs it
+
+    try:
+        check_token(text, "a run tag")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 
 def require_unique(flag: str, names: Sequence[str]) -> None:
     """A flag's names each once: a second would hide or repeat a table row."""
-    twice = sorted({name for name in names if list(names).count(name) > 1})
+    twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise CitevalError(f"{flag} names {twice} more than once: {list(names)}")
 

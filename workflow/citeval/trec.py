@@ -62,7 +62,7 @@ def rank_documents(scores: Mapping[str, float], k: int | None = None) -> list[tu
     return [(doc_id, score) for score, doc_id in top]
 
 
-def _check_token(value: str, what: str) -> None:
+def check_token(value: str, what: str) -> None:
     # Exactly the splitting that reading applies, so what passes here reads back intact.
     if value.split() != [value]:
         raise ValueError(f"{what} must be non-empty and contain no whitespace: {value!r}")
@@ -75,7 +75,7 @@ def _check_tokens(values: Iterable[str], what: str) -> None:
     joined = "".join(values)
     if "" in values or joined.split() != [joined]:
         for value in values:
-            _check_token(value, what)
+            check_token(value, what)
 
 
 def format_run(run: Mapping[str, Mapping[str, float]], tag: str, k: int | None = None) -> str:
@@ -83,10 +83,10 @@ def format_run(run: Mapping[str, Mapping[str, float]], tag: str, k: int | None =
 
     Scores are written as ``repr(float(score))``; see the module docstring.
     """
-    _check_token(tag, "run tag")
+    check_token(tag, "run tag")
     lines: list[str] = []
     for qid in sorted(run):
-        _check_token(qid, "query id")
+        check_token(qid, "query id")
         docs = run[qid]
         _check_tokens(docs, "document id")
         # rank_documents hands back Python floats, so !r is the round-tripping repr.
@@ -192,9 +192,9 @@ def format_qrels(qrels: Mapping[str, Mapping[str, int]]) -> str:
     """Return the TREC text of ``qrels``: ``qid 0 docid rel`` sorted by (qid, docid)."""
     lines: list[str] = []
     for qid in sorted(qrels):
-        _check_token(qid, "query id")
+        check_token(qid, "query id")
         for doc_id in sorted(qrels[qid]):
-            _check_token(doc_id, "document id")
+            check_token(doc_id, "document id")
             lines.append(f"{qid} 0 {doc_id} {int(qrels[qid][doc_id])}\n")
     return "".join(lines)
 
