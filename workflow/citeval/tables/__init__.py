@@ -310,34 +310,33 @@ def field_level_tables(
             f"--fields {absent}: no field-level collection under {results} "
             f"(its fields: {sorted(present)})"
         )
-    shown = list(fields)
     test = settings is not None and not baseline_missing(models, settings, "field-level tables")
     if test:
         check_same_queries(values, settings.baseline)
     without_queries = groups_without_queries(results, "field")
-    empty = [f for f in shown if field_slug(f) in without_queries]
+    empty = [f for f in fields if field_slug(f) in without_queries]
     for measure, (name, title) in tables.items():
         rows = []
         for model in models:
-            row = [100 * means[(field_slug(f), model)][measure] for f in shown]
-            sampled = [value for f, value in zip(shown, row, strict=True) if f not in empty]
+            row = [100 * means[(field_slug(f), model)][measure] for f in fields]
+            sampled = [value for f, value in zip(fields, row, strict=True) if f not in empty]
             rows.append([model, *row, fmean(sampled) if sampled else math.nan])
         tests = None
         if test:
             per_column: dict[str, dict[str, dict]] = {}
-            for f in shown:
+            for f in fields:
                 per_column[f] = {
                     model: query_values(values, field_slug(f), model, measure) for model in models
                 }
             per_column["AVG"] = {
                 model: {
-                    (f, qid): value for f in shown for qid, value in per_column[f][model].items()
+                    (f, qid): value for f in fields for qid, value in per_column[f][model].items()
                 }
                 for model in models
             }
             weights = {"AVG": stratum_weights(per_column["AVG"][settings.baseline])}
             tests = table_tests(name, per_column, settings, FIELD_UNIT, weights)
-        write_table(output_dir, name, title, ["model", *shown, "AVG"], rows, tests, empty)
+        write_table(output_dir, name, title, ["model", *fields, "AVG"], rows, tests, empty)
 
 
 def summary_table(results: Path, setups: Sequence[str], models: Sequence[str]) -> str:
