@@ -30,7 +30,7 @@ include: "rules/metrics.smk"
 include: "rules/mdcr.smk"
 
 
-if PLAN.trained_models:
+if PLAN.training.models:
 
     include: "rules/train.smk"
 
@@ -40,7 +40,7 @@ if RERANKER:
     include: "rules/rerank.smk"
 
 
-if PLAN.local_enabled:
+if PLAN.local.enabled:
 
     include: "rules/local.smk"
 

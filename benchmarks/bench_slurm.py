@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import test_slurm  # noqa: E402  (the SLURM test's profile and config)
 from test_pipeline import prepare  # noqa: E402
 
-from citeval.jobs import BM25_CHAIN, DENSE_CHAIN  # noqa: E402
+from citeval.systems import BM25_CHAIN, DENSE_CHAIN  # noqa: E402
 
 
 def timed(command: list[str], workdir: Path, env: dict) -> tuple[float, str]:

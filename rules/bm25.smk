@@ -52,7 +52,7 @@ rule bm25_index:
     # tests/test_bm25.py builds with 1 and 3).
     resources:
         **JOBS.resources("bm25_index"),
-    group: BM25_CHAIN
+    group: BM25.chain
     shell:
         "python -m citeval.bm25 index --analyzed {input.analyzed:q} {params.lucene} "
         "--pools {input.samples:q}/pools.parquet --group {wildcards.group:q} "
@@ -94,7 +94,7 @@ rule bm25_search:
         LAYOUT.run(**COLLECTION, model="bm25"),
     params:
         settings=lambda wildcards: settings(
-            stages.BM25_SEARCH, k=PLAN.retrieval_k(wildcards.setup)
+            stages.BM25_SEARCH, k=PLAN.setups.retrieval_k(wildcards.setup)
         ),
         tuned=params_json,
         queries=query_papers,
@@ -107,7 +107,7 @@ rule bm25_search:
     threads: JOBS.threads("bm25_search")
     resources:
         **JOBS.resources("bm25_search"),
-    group: BM25_CHAIN
+    group: BM25.chain
     shell:
         "python -m citeval.bm25 search --index-dir {input.index:q} "
         "--papers {params.queries:q} --queries {input.samples:q}/queries.parquet "

@@ -11,14 +11,17 @@ from citeval import stages
 from citeval.config import load_config
 from citeval.layout import (
     LOCAL_COLLECTION,
+    LOCAL_SETUP,
     MDCR_SPLIT_OF_FILE,
     WILDCARDS,
     oracle_run,
     reranked_label,
     reranked_run,
 )
-from citeval.jobs import BM25_CHAIN, DENSE_CHAIN
-from citeval.plan import Plan, alternatives, shell_words
+from citeval.systems import BM25, BM25_SYSTEM, ENCODER, FUSION, RERANKER as RERANKER_KIND
+from citeval.commands import fit_sampler_arguments, settings_flags, shell_words
+from citeval.commands import tradeoff_arguments
+from citeval.plan import Plan, alternatives
 from citeval.slurm import install as adjust_slurm_plugin
 
 # On SLURM, a cancelled or preempted job fails instead of hanging, and a job no partition
@@ -38,7 +41,7 @@ shell.prefix(
 CONFIG = load_config(config)
 PLAN = Plan.from_config(CONFIG)
 LAYOUT = PLAN.layout
-RERANKER = PLAN.reranker
+RERANKER = PLAN.systems.reranker
 # Wildcard placeholders of one collection's files: LAYOUT.run(**COLLECTION, model=...),
 # and of its jobs' logs and benchmarks: LAYOUT.log("metrics", *PER_COLLECTION, "{model}").
 COLLECTION = WILDCARDS
@@ -48,7 +51,7 @@ JOBS = PLAN.jobs
 
 def settings(stage, **values):
     """A job's settings flags from the config (citeval.stages)."""
-    return PLAN.settings(stage, **values)
+    return settings_flags(CONFIG, stage, **values)
 
 
 wildcard_constraints:
@@ -59,7 +62,7 @@ wildcard_constraints:
 
 
 def final_outputs(wildcards):
-    return PLAN.final_outputs()
+    return PLAN.outputs.final()
 
 
 def shard_input(wildcards):
@@ -75,46 +78,43 @@ def collection_of(wildcards):
 
 
 def bm25_parameters(wildcards):
-    if wildcards.setup == "local":
-        return []  # contexts are not papers: the global task's tuned k1/b do not carry over
-    setup = PLAN.bm25_tuning_setup(wildcards.setup, wildcards.split)
-    return LAYOUT.bm25_tuning(setup) if PLAN.bm25_tuned else []
+    return PLAN.setups.bm25_parameters(wildcards.setup, wildcards.split) or []
 
 
 def query_papers(wildcards, input):
     """The queries' texts: the corpus's papers, or the local task's contexts."""
-    if wildcards.setup == "local":
+    if wildcards.setup == LOCAL_SETUP:
         return LAYOUT.query_papers(wildcards.split)
     return f"{input.corpus}/papers"
 
 
 def query_embeddings(wildcards):
     """The local task's queries are embedded apart from the papers."""
-    if wildcards.setup != "local":
+    if wildcards.setup != LOCAL_SETUP:
         return []
     return LAYOUT.query_embedding_shard(wildcards.dense_model, wildcards.split)
 
 
 def bm25_tuning_collections(wildcards):
-    collections = PLAN.bm25_tuning_collections(wildcards.setup)
+    collections = PLAN.setups.bm25_tuning_collections(wildcards.setup)
     return shell_words(word for c in collections for word in ("--collection", c.name))
 
 
 def trained_model_folder(wildcards):
     name = wildcards.dense_model
-    return LAYOUT.trained(name, "model") if name in PLAN.trained_models else []
+    return LAYOUT.trained(name, "model") if name in PLAN.training.models else []
 
 
 def model_spec_json(wildcards):
-    return shlex.quote(json.dumps(PLAN.registry[wildcards.dense_model], sort_keys=True))
+    return shlex.quote(json.dumps(PLAN.systems.model_specs[wildcards.dense_model], sort_keys=True))
 
 
 def embedding_shards(wildcards):
-    return PLAN.embedding_shards(wildcards.dense_model)
+    return PLAN.encoders.shards(wildcards.dense_model)
 
 
 def mdcr_files(wildcards):
-    return PLAN.mdcr_files(wildcards.mdcr_split)
+    return PLAN.mdcr.files(wildcards.mdcr_split)
 
 
 def split_of_file(wildcards):
@@ -123,7 +123,7 @@ def split_of_file(wildcards):
 
 
 def mdcr_bm25_parameters(wildcards):
-    return LAYOUT.bm25_tuning("field") if PLAN.bm25_tuned and "field" in PLAN.setups else []
+    return PLAN.mdcr.bm25_parameters() or []
 
 
 def params_json(wildcards, input):

@@ -5,15 +5,15 @@ rule fuse:
     input:
         lambda wildcards: [
             LAYOUT.run(wildcards.setup, wildcards.split, collection_of(wildcards), name)
-            for name in PLAN.fusions[wildcards.fusion].runs
+            for name in PLAN.systems.fusions[wildcards.fusion].runs
         ],
     output:
         LAYOUT.run(**COLLECTION, model="{fusion}"),
     params:
         settings=lambda wildcards: settings(
             stages.FUSE,
-            k=PLAN.fusions[wildcards.fusion].k,
-            depth=PLAN.retrieval_k(wildcards.setup),
+            k=PLAN.systems.fusions[wildcards.fusion].k,
+            depth=PLAN.setups.retrieval_k(wildcards.setup),
         ),
     conda:
         "../envs/core.yaml"

@@ -14,9 +14,9 @@ rule dense_retrieve:
         queries=lambda wildcards, input: (
             shell_words(["--query-embeddings", Path(input.queries).parent]) if input.queries else ""
         ),
-        similarity=lambda wildcards: PLAN.registry[wildcards.dense_model]["similarity"],
-        pooling=lambda wildcards: PLAN.registry[wildcards.dense_model]["pooling"],
-        settings=lambda wildcards: settings(stages.RETRIEVE, k=PLAN.retrieval_k(wildcards.setup)),
+        similarity=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["similarity"],
+        pooling=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["pooling"],
+        settings=lambda wildcards: settings(stages.RETRIEVE, k=PLAN.setups.retrieval_k(wildcards.setup)),
     conda:
         "../envs/dense.yaml"
     log:
@@ -26,7 +26,7 @@ rule dense_retrieve:
     threads: JOBS.threads("dense_retrieve")
     resources:
         **JOBS.resources("dense_retrieve"),
-    group: DENSE_CHAIN
+    group: ENCODER.chain
     shell:
         "python -m citeval.retrieve --embeddings {params.embeddings:q} "
         "--similarity {params.similarity:q} --pooling {params.pooling:q} "

@@ -5,7 +5,7 @@
 
 rule contexts_extract:
     input:
-        lambda wildcards: PLAN.local_inputs[wildcards.shard],
+        lambda wildcards: PLAN.local.inputs[wildcards.shard],
     output:
         table=LAYOUT.contexts_staging("{shard}") + ".parquet",
         report=LAYOUT.contexts_staging("{shard}") + ".json",
@@ -26,8 +26,8 @@ rule contexts_extract:
 
 rule contexts_merge:
     input:
-        tables=[LAYOUT.contexts_staging(shard) + ".parquet" for shard in PLAN.local_inputs],
-        reports=[LAYOUT.contexts_staging(shard) + ".json" for shard in PLAN.local_inputs],
+        tables=[LAYOUT.contexts_staging(shard) + ".parquet" for shard in PLAN.local.inputs],
+        reports=[LAYOUT.contexts_staging(shard) + ".json" for shard in PLAN.local.inputs],
         corpus=rules.ingest_merge.output,
     output:
         table=LAYOUT.contexts.table,
@@ -56,13 +56,13 @@ rule local_sample:
         filtered=rules.prefilter.output.papers,
         corpus=rules.ingest_merge.output,
     output:
-        test=directory(LAYOUT.sample_dir("local", "test")),
-        valid=directory(LAYOUT.sample_dir("local", "valid")),
-        train=directory(LAYOUT.sample_dir("local", "train")),
-        report=LAYOUT.sample_report("local"),
+        test=directory(LAYOUT.sample_dir(LOCAL_SETUP, "test")),
+        valid=directory(LAYOUT.sample_dir(LOCAL_SETUP, "valid")),
+        train=directory(LAYOUT.sample_dir(LOCAL_SETUP, "train")),
+        report=LAYOUT.sample_report(LOCAL_SETUP),
     params:
         settings=settings(stages.LOCAL_SAMPLE),
-        query_year=PLAN.local_query_year,
+        query_year=PLAN.local.query_year,
         output_dir=output_folder("report"),
     conda:
         "../envs/core.yaml"
@@ -80,19 +80,19 @@ rule local_sample:
         "{params.settings} --threads {threads} 2> {log:q}"
 
 
-if PLAN.context_trained_models:
+if PLAN.training.context_trained:
 
     rule local_triplets:
         input:
-            run=PLAN.local_train_run,
-            samples=LAYOUT.sample_dir("local", "train"),
+            run=PLAN.local.train_run,
+            samples=LAYOUT.sample_dir(LOCAL_SETUP, "train"),
         output:
             triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
             report=LAYOUT.trained("{trained}", "triplets_report.json"),
         wildcard_constraints:
-            trained=alternatives(PLAN.context_trained_models),
+            trained=alternatives(PLAN.training.context_trained),
         params:
-            qrels=LAYOUT.qrels("local", "train", LOCAL_COLLECTION),
+            qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
             settings=settings(stages.LOCAL_TRIPLETS),
             output_dir=output_folder("report"),
         conda:
@@ -112,7 +112,7 @@ if PLAN.context_trained_models:
 
 rule encode_local_queries:
     input:
-        samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+        samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
         model=trained_model_folder,
     output:
         LAYOUT.query_embedding_shard("{dense_model}", "{split}"),
@@ -138,21 +138,21 @@ rule encode_local_queries:
 
 rule local_tables:
     input:
-        metrics=lambda wildcards: PLAN.local_metrics(wildcards.split).values(),
-        samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+        metrics=lambda wildcards: PLAN.local.metrics(wildcards.split).values(),
+        samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
     output:
         tsv=report_item(LAYOUT.table("local_{split}"), "local_table", "Tables"),
         markdown=LAYOUT.table("local_{split}", "md"),
     params:
         metrics=lambda wildcards: shell_words(
             word
-            for model, path in PLAN.local_metrics(wildcards.split).items()
+            for model, path in PLAN.local.metrics(wildcards.split).items()
             for word in ("--metrics", model, path)
         ),
         query_papers=lambda wildcards: LAYOUT.query_papers(wildcards.split),
         title=lambda wildcards: (
             f"Local citation recommendation, {wildcards.split} split "
-            f"(citing papers of {PLAN.local_query_year})"
+            f"(citing papers of {PLAN.local.query_year})"
         ),
         settings=settings(stages.LOCAL_TABLES),
     conda:
@@ -168,17 +168,17 @@ rule local_tables:
         "--title {params.title:q} {params.settings} --output {output.tsv:q} 2> {log:q}"
 
 
-if PLAN.local_reranker:
+if PLAN.local.reranker:
 
     rule local_rerank_train:
         input:
-            run=PLAN.local_train_run,
-            samples=LAYOUT.sample_dir("local", "train"),
+            run=PLAN.local.train_run,
+            samples=LAYOUT.sample_dir(LOCAL_SETUP, "train"),
             corpus=rules.ingest_merge.output,
         output:
-            directory(LAYOUT.local_reranker_model(PLAN.local_reranker)),
+            directory(LAYOUT.local_reranker_model(PLAN.local.reranker)),
         params:
-            qrels=LAYOUT.qrels("local", "train", LOCAL_COLLECTION),
+            qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
             settings=settings(stages.RERANK_TRAIN),
             output_dir=output_folder(),
         conda:
@@ -200,22 +200,23 @@ if PLAN.local_reranker:
     rule local_rerank:
         input:
             model=rules.local_rerank_train.output,
-            run=LAYOUT.run("local", "{split}", LOCAL_COLLECTION, "{first_stage}"),
-            samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+            run=LAYOUT.run(LOCAL_SETUP, "{split}", LOCAL_COLLECTION, "{first_stage}"),
+            samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
             corpus=rules.ingest_merge.output,
         output:
             runs=[
-                LAYOUT.run("local", "{split}", LOCAL_COLLECTION, f"{{first_stage}}.{name}@{k}")
-                for name in [PLAN.local_reranker]
-                for k in sorted(CONFIG.local.rerank.ks)
+                LAYOUT.run(LOCAL_SETUP, "{split}", LOCAL_COLLECTION, name)
+                for name in (
+                    reranked_run("{first_stage}", PLAN.local.reranker, k) for k in PLAN.local.ks
+                )
             ],
             timing=LAYOUT.rerank_timing(
-                PLAN.local_reranker, "local", "{split}", LOCAL_COLLECTION, "{first_stage}"
+                PLAN.local.reranker, LOCAL_SETUP, "{split}", LOCAL_COLLECTION, "{first_stage}"
             ),
         params:
             settings=settings(stages.RERANK),
-            ks=shell_words(sorted(CONFIG.local.rerank.ks)),
-            tag_prefix=reranked_label("{first_stage}", PLAN.local_reranker, ""),
+            ks=shell_words(PLAN.local.ks),
+            tag_prefix=reranked_label("{first_stage}", PLAN.local.reranker, ""),
         conda:
             "../envs/dense.yaml"
         log:
@@ -234,14 +235,14 @@ if PLAN.local_reranker:
 
     rule local_oracle:
         input:
-            run=LAYOUT.run("local", "{split}", LOCAL_COLLECTION, "{first_stage}"),
-            samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+            run=LAYOUT.run(LOCAL_SETUP, "{split}", LOCAL_COLLECTION, "{first_stage}"),
+            samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
         output:
-            LAYOUT.run("local", "{split}", LOCAL_COLLECTION, oracle_run("{first_stage}", "{k}")),
+            LAYOUT.run(LOCAL_SETUP, "{split}", LOCAL_COLLECTION, oracle_run("{first_stage}", "{k}")),
         wildcard_constraints:
             k=r"\d+",
         params:
-            qrels=lambda wildcards: LAYOUT.qrels("local", wildcards.split, LOCAL_COLLECTION),
+            qrels=lambda wildcards: LAYOUT.qrels(LOCAL_SETUP, wildcards.split, LOCAL_COLLECTION),
         conda:
             "../envs/core.yaml"
         log:
@@ -258,18 +259,18 @@ if PLAN.local_reranker:
         input:
             model=rules.local_rerank_train.output,
             run=rules.local_oracle.output,
-            samples=lambda wildcards: LAYOUT.sample_dir("local", wildcards.split),
+            samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
             corpus=rules.ingest_merge.output,
         output:
             run=LAYOUT.run(
-                "local",
+                LOCAL_SETUP,
                 "{split}",
                 LOCAL_COLLECTION,
-                reranked_run(oracle_run("{first_stage}", "{k}"), PLAN.local_reranker, "{k}"),
+                reranked_run(oracle_run("{first_stage}", "{k}"), PLAN.local.reranker, "{k}"),
             ),
             timing=LAYOUT.rerank_timing(
-                PLAN.local_reranker,
-                "local",
+                PLAN.local.reranker,
+                LOCAL_SETUP,
                 "{split}",
                 LOCAL_COLLECTION,
                 oracle_run("{first_stage}", "{k}"),
@@ -278,7 +279,7 @@ if PLAN.local_reranker:
             k=r"\d+",
         params:
             settings=settings(stages.RERANK),
-            tag_prefix=reranked_label(oracle_run("{first_stage}", ""), PLAN.local_reranker, ""),
+            tag_prefix=reranked_label(oracle_run("{first_stage}", ""), PLAN.local.reranker, ""),
         conda:
             "../envs/dense.yaml"
         log:
@@ -295,17 +296,15 @@ if PLAN.local_reranker:
             "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
             "--threads {threads} 2> {log:q}"
 
-    LOCAL_TRADEOFF, LOCAL_TRADEOFF_INPUTS = PLAN.local_tradeoff_arguments()
-
     rule local_tradeoff:
         input:
-            LOCAL_TRADEOFF_INPUTS,
+            PLAN.local.tradeoff.inputs,
         output:
             LAYOUT.table("local_tradeoff"),
             LAYOUT.table("local_tradeoff", "md"),
             report_item(LAYOUT.table("local_tradeoff", "png"), "local_tradeoff", "Figures"),
         params:
-            arguments=LOCAL_TRADEOFF,
+            arguments=tradeoff_arguments(PLAN.local.tradeoff),
             title="Local citation recommendation: reranking trade-off (test split)",
             output_dir=output_folder(),
         conda:

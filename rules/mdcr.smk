@@ -6,10 +6,10 @@
 rule mdcr_build:
     input:
         samples=lambda wildcards: LAYOUT.sample_dir("field", split_of_file(wildcards)),
-        runs=lambda wildcards: PLAN.mdcr_build_runs(split_of_file(wildcards)),
+        runs=lambda wildcards: PLAN.mdcr.build_runs(split_of_file(wildcards)),
         corpus=rules.ingest_merge.output,
         filtered=rules.prefilter.output.papers,
-        types_from=lambda wildcards: PLAN.mdcr_types_from(split_of_file(wildcards)),
+        types_from=lambda wildcards: PLAN.mdcr.types_from(split_of_file(wildcards)),
     # The published file names say val where every other file says valid.
     wildcard_constraints:
         mdcr_file="test|val",
@@ -19,7 +19,7 @@ rule mdcr_build:
         jaccard=LAYOUT.mdcr_file("{mdcr_file}", "_jaccard.tsv"),
         report=LAYOUT.mdcr_file("{mdcr_file}", "_report.json"),
     params:
-        settings=settings(stages.MDCR_BUILD, models=PLAN.mdcr_build_models),
+        settings=settings(stages.MDCR_BUILD, models=PLAN.mdcr.build_models),
         types_from=lambda wildcards, input: (
             f"--model-types-from {shlex.quote(input.types_from[0])}" if input.types_from else ""
         ),
@@ -47,22 +47,23 @@ rule mdcr_score_bm25:
         unpack(mdcr_files),
         parameters=mdcr_bm25_parameters,
     output:
-        LAYOUT.mdcr_scores("{mdcr_split}", "bm25"),
+        LAYOUT.mdcr_scores("{mdcr_split}", BM25_SYSTEM),
     params:
+        name=BM25_SYSTEM,
         settings=settings(stages.MDCR_SCORE_BM25),
         tuned=params_json,
     conda:
         "../envs/bm25.yaml"
     log:
-        LAYOUT.log("mdcr_score", "{mdcr_split}", "bm25"),
+        LAYOUT.log("mdcr_score", "{mdcr_split}", BM25_SYSTEM),
     benchmark:
-        LAYOUT.timing("mdcr_score", "{mdcr_split}", "bm25")
-    threads: JOBS.threads("mdcr_score_bm25")
+        LAYOUT.timing("mdcr_score", "{mdcr_split}", BM25_SYSTEM)
+    threads: JOBS.threads(BM25.mdcr_job)
     resources:
-        **JOBS.resources("mdcr_score_bm25"),
+        **JOBS.resources(BM25.mdcr_job),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
-        "--model bm25 --kind bm25 {params.settings} {params.tuned} "
+        "--model {params.name:q} --kind bm25 {params.settings} {params.tuned} "
         "--threads {threads} --output {output:q} 2> {log:q}"
 
 
@@ -71,7 +72,7 @@ rule mdcr_score_dense:
         unpack(mdcr_files),
         # A built benchmark reuses the model's embedding store (its papers' texts are the
         # corpus texts the store was encoded from); an imported one is encoded from its data.
-        shards=lambda wildcards: [] if PLAN.mdcr_import else embedding_shards(wildcards),
+        shards=lambda wildcards: [] if PLAN.mdcr.imported else embedding_shards(wildcards),
         model=trained_model_folder,
     output:
         LAYOUT.mdcr_scores("{mdcr_split}", "{dense_model}"),
@@ -89,9 +90,9 @@ rule mdcr_score_dense:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "{dense_model}"),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", "{dense_model}")
-    threads: JOBS.threads("mdcr_score_dense")
+    threads: JOBS.threads(ENCODER.mdcr_job)
     resources:
-        **JOBS.resources("mdcr_score_dense"),
+        **JOBS.resources(ENCODER.mdcr_job),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {wildcards.dense_model:q} --kind dense --model-json {params.spec} "
@@ -104,13 +105,13 @@ rule mdcr_score_fusion:
         unpack(mdcr_files),
         scores=lambda wildcards: [
             LAYOUT.mdcr_scores(wildcards.mdcr_split, name)
-            for name in PLAN.fusions[wildcards.fusion].runs
+            for name in PLAN.systems.fusions[wildcards.fusion].runs
         ],
     output:
         LAYOUT.mdcr_scores("{mdcr_split}", "{fusion}"),
     params:
         settings=lambda wildcards: settings(
-            stages.MDCR_SCORE_FUSION, k=PLAN.fusions[wildcards.fusion].k
+            stages.MDCR_SCORE_FUSION, k=PLAN.systems.fusions[wildcards.fusion].k
         ),
     conda:
         "../envs/core.yaml"
@@ -119,10 +120,11 @@ rule mdcr_score_fusion:
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", "{fusion}")
     resources:
-        **JOBS.resources("mdcr_score_fusion"),
+        **JOBS.resources(FUSION.mdcr_job),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
-        "--model {wildcards.fusion:q} --kind rrf --inputs {input.scores:q} {params.settings} "
+        "--model {wildcards.fusion:q} --kind rrf --inputs {input.scores:q} "
+        "{params.settings} "
         "--output {output:q} 2> {log:q}"
 
 
@@ -149,8 +151,8 @@ rule mdcr_evaluate:
 
 rule mdcr_tables:
     input:
-        evaluations=[LAYOUT.mdcr_eval("test", model) for model in PLAN.mdcr_models],
-        per_query=[LAYOUT.mdcr_eval("test", model, True) for model in PLAN.mdcr_models],
+        evaluations=[LAYOUT.mdcr_eval("test", model) for model in PLAN.mdcr.models],
+        per_query=[LAYOUT.mdcr_eval("test", model, True) for model in PLAN.mdcr.models],
     output:
         report_item(LAYOUT.table("table3_mdcr"), "table3", "Tables"),
         LAYOUT.table("table3_mdcr", "md"),
@@ -158,10 +160,10 @@ rule mdcr_tables:
         LAYOUT.table("table4_mdcr_types", "md"),
     params:
         evaluations=lambda wildcards, input: shell_words(
-            f"{model}={path}" for model, path in zip(PLAN.mdcr_models, input.evaluations)
+            f"{model}={path}" for model, path in zip(PLAN.mdcr.models, input.evaluations)
         ),
         per_query=lambda wildcards, input: shell_words(
-            f"{model}={path}" for model, path in zip(PLAN.mdcr_models, input.per_query)
+            f"{model}={path}" for model, path in zip(PLAN.mdcr.models, input.per_query)
         ),
         settings=settings(stages.MDCR_TABLES),
         output_dir=output_folder(),

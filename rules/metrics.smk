@@ -12,7 +12,7 @@ rule metrics:
             wildcards.setup, wildcards.split, collection_of(wildcards)
         ),
         settings=lambda wildcards: settings(
-            stages.METRICS, cutoffs=PLAN.metric_cutoffs_of(wildcards.setup)
+            stages.METRICS, cutoffs=PLAN.metric_cutoffs(wildcards.setup)
         ),
     conda:
         "../envs/core.yaml"
@@ -23,7 +23,7 @@ rule metrics:
     resources:
         **JOBS.resources("metrics"),
     group:
-        lambda wildcards: PLAN.chain_of_metrics(wildcards.model)
+        lambda wildcards: PLAN.systems.chain_of_metrics(wildcards.model)
     shell:
         "python -m citeval.metrics --run {input.run:q} --qrels {params.qrels:q} "
         "{params.settings} --missing-as-zero --output {output:q} 2> {log:q}"

@@ -4,7 +4,7 @@
 # reranker, and the speed/accuracy trade-off.
 
 TRAIN_RUN = LAYOUT.run(
-    "dataset", "train", PLAN.rerank_train_collection, CONFIG.rerank.train.first_stage
+    "dataset", "train", PLAN.rerank.train_collection, CONFIG.rerank.train.first_stage
 )
 
 
@@ -41,7 +41,7 @@ rule rerank_train:
     output:
         directory(LAYOUT.reranker_model(RERANKER)),
     params:
-        qrels=LAYOUT.qrels("dataset", "train", PLAN.rerank_train_collection),
+        qrels=LAYOUT.qrels("dataset", "train", PLAN.rerank.train_collection),
         settings=settings(stages.RERANK_TRAIN),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
@@ -67,14 +67,14 @@ rule rerank:
     output:
         runs=[
             LAYOUT.run(**COLLECTION, model=name)
-            for name in (f"{{first_stage}}.{RERANKER}@{k}" for k in PLAN.rerank_ks)
+            for name in (reranked_run("{first_stage}", RERANKER, k) for k in PLAN.systems.rerank_ks)
         ],
         timing=LAYOUT.rerank_timing(RERANKER, **COLLECTION, first_stage="{first_stage}"),
     wildcard_constraints:
         setup="dataset|field",
     params:
         settings=settings(stages.RERANK),
-        ks=shell_words(PLAN.rerank_ks),
+        ks=shell_words(PLAN.systems.rerank_ks),
         tag_prefix=reranked_label("{first_stage}", RERANKER, ""),
     conda:
         "../envs/dense.yaml"
@@ -107,9 +107,9 @@ rule mdcr_score_rerank:
         LAYOUT.log("mdcr_score", "{mdcr_split}", RERANKER),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", RERANKER)
-    threads: JOBS.threads("mdcr_score_rerank")
+    threads: JOBS.threads(RERANKER_KIND.mdcr_job)
     resources:
-        **JOBS.resources("mdcr_score_rerank"),
+        **JOBS.resources(RERANKER_KIND.mdcr_job),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {params.name:q} --kind cross-encoder --model-dir {input.model:q} "
@@ -118,16 +118,14 @@ rule mdcr_score_rerank:
 
 rule rerank_tradeoff:
     input:
-        metrics=[row.metrics for row in PLAN.tradeoff_rows],
-        timings=sorted({row.timing for row in PLAN.tradeoff_rows if row.timing}),
-        first_stage_timings=PLAN.tradeoff_timings,
+        PLAN.rerank.tradeoff.inputs,
     output:
         LAYOUT.table("tradeoff"),
         LAYOUT.table("tradeoff", "md"),
         report_item(LAYOUT.table("tradeoff", "png"), "tradeoff", "Figures"),
     params:
-        arguments=PLAN.tradeoff_arguments(),
-        title=f"Reranking trade-off, dataset-level {PLAN.tradeoff_collection}",
+        arguments=tradeoff_arguments(PLAN.rerank.tradeoff),
+        title=f"Reranking trade-off, dataset-level {PLAN.rerank.tradeoff_collection}",
         output_dir=output_folder(),
     conda:
         "../envs/core.yaml"

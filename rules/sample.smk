@@ -36,7 +36,7 @@ rule sample:
 
 rule embed_ids:
     input:
-        PLAN.embedding_sample_dirs,
+        PLAN.encoders.sample_dirs,
     output:
         LAYOUT.embed_ids,
     conda:

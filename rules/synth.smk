@@ -5,12 +5,12 @@ if CONFIG.corpus.synthetic is not None:
     rule synth:
         output:
             [path for _, path in PLAN.shards.values()],
-            PLAN.local_inputs.values(),
+            PLAN.local.inputs.values(),
         params:
             settings=settings(stages.SYNTH),
             pattern=lambda wildcards: CONFIG.corpus.paths[0],  # {shard} is no wildcard
             fulltext=lambda wildcards: shell_words(
-                ["--fulltext-pattern", CONFIG.local.input.paths[0]] if PLAN.local_inputs else []
+                ["--fulltext-pattern", CONFIG.local.input.paths[0]] if PLAN.local.inputs else []
             ),
         conda:
             "../envs/core.yaml"

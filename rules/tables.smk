@@ -5,25 +5,25 @@
 
 rule tables:
     input:
-        metrics=PLAN.test_metric_files(),
-        collections=PLAN.sample_dirs(["test"]),
+        metrics=PLAN.outputs.test_metric_files(),
+        collections=PLAN.setups.sample_dirs(["test"]),
         corpus_inputs=[path for _, path in PLAN.shards.values()],
     output:
         provenance=LAYOUT.table("provenance", "json"),
-        tables=[report_item(path, caption, "Tables") for caption, path in PLAN.tables.items()],
+        tables=[report_item(path, caption, "Tables") for caption, path in PLAN.outputs.tables.items()],
     params:
-        setups=shell_words(PLAN.setups),
-        models=shell_words(PLAN.label(model) for model in PLAN.models),
+        setups=shell_words(PLAN.setups.names),
+        models=shell_words(PLAN.systems.label(model) for model in PLAN.systems.runs),
         rerank_models=shell_words(
             ["--rerank-models", *CONFIG.rerank.first_stages]
-            + [PLAN.label(model) for model in PLAN.reranked_runs]
+            + [PLAN.systems.label(model) for model in PLAN.systems.reranked_runs]
             if RERANKER
             else []
         ),
         settings=settings(stages.TABLES),
         # Functions: the config holds braces (corpus.paths' {shard}) that are no wildcards.
         config_json=lambda wildcards: shlex.quote(
-            json.dumps(PLAN.provenance_config, sort_keys=True)
+            json.dumps(PLAN.outputs.provenance_config, sort_keys=True)
         ),
         results=output_folder("provenance", levels=2),
         output_dir=output_folder("provenance"),
@@ -44,12 +44,12 @@ rule tables:
 
 rule plots:
     input:
-        [table for _, table in PLAN.plot_sources.values()],
+        [table for _, table in PLAN.outputs.plot_sources.values()],
     output:
-        [report_item(LAYOUT.plot(name), name, "Figures") for name in PLAN.plot_sources],
+        [report_item(LAYOUT.plot(name), name, "Figures") for name in PLAN.outputs.plot_sources],
     params:
         tables=shell_words(
-            word for flag, table in PLAN.plot_sources.values() for word in (f"--{flag}", table)
+            word for flag, table in PLAN.outputs.plot_sources.values() for word in (f"--{flag}", table)
         ),
         output_dir=output_folder(),
     conda:

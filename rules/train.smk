@@ -7,7 +7,7 @@ rule train_graph:
     input:
         corpus=rules.ingest_merge.output,
         splits=PLAN.held_out_sample_dirs,
-        mdcr=PLAN.held_out_mdcr_files,
+        mdcr=PLAN.mdcr.held_out_files,
     output:
         nodes=f"{LAYOUT.train_graph}/nodes.parquet",
         edges=f"{LAYOUT.train_graph}/edges.parquet",
@@ -65,7 +65,7 @@ rule train_triplets:
             rules.train_graph.output.edges,
             *(
                 [rules.train_graph_embedding.output.embedding]
-                if PLAN.trained_models[wildcards.trained].sampler == "scincl"
+                if PLAN.training.models[wildcards.trained].sampler == "scincl"
                 else []
             ),
         ],
@@ -74,10 +74,10 @@ rule train_triplets:
         triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
         report=LAYOUT.trained("{trained}", "triplets_report.json"),
     wildcard_constraints:
-        trained=alternatives(PLAN.graph_trained_models),
+        trained=alternatives(PLAN.training.graph_trained),
     params:
         graph=LAYOUT.train_graph,
-        sampler=lambda wildcards: PLAN.trained_models[wildcards.trained].sampler,
+        sampler=lambda wildcards: PLAN.training.models[wildcards.trained].sampler,
         settings=settings(stages.TRAIN_TRIPLETS),
         output_dir=lambda wildcards, output: Path(output.report).parent,
     conda:
@@ -99,15 +99,19 @@ rule train_encoder:
     input:
         triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
         corpus=rules.ingest_merge.output,
-        anchors=lambda wildcards: PLAN.anchor_sample_dirs(wildcards.trained),
+        anchors=lambda wildcards: PLAN.training.anchor_sample_dirs(wildcards.trained),
     output:
         directory(LAYOUT.trained("{trained}", "model")),
     params:
         base=lambda wildcards: shlex.quote(
-            json.dumps(PLAN.registry[PLAN.trained_models[wildcards.trained].base], sort_keys=True)
+            json.dumps(PLAN.systems.model_specs[PLAN.training.models[wildcards.trained].base], sort_keys=True)
         ),
         settings=settings(stages.TRAIN_FIT),
-        sampler=lambda wildcards: shell_words(PLAN.fit_sampler_arguments(wildcards.trained)),
+        sampler=lambda wildcards: shell_words(
+            fit_sampler_arguments(
+                PLAN.training.is_prefetcher(wildcards.trained), PLAN.training.anchor_papers()
+            )
+        ),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
         "../envs/train.yaml"

@@ -7,6 +7,7 @@ import re
 import pytest
 import yaml
 
+from citeval.commands import settings_flags, tradeoff_arguments
 from citeval.config import load_config
 from citeval.layout import WILDCARDS, Layout, reranked_label, reranked_run
 from citeval.plan import Plan
@@ -23,14 +24,14 @@ def plan():
 
 
 def test_setups_models_and_names(plan):
-    assert plan.setups == ["dataset", "field"]
-    assert plan.first_stages == [
+    assert plan.setups.names == ["dataset", "field"]
+    assert plan.systems.first_stages == [
         "bm25", "minilm", "minilm_scincl", "minilm_specter", "minilm_local", "rrf"
     ]  # fmt: skip
-    assert list(plan.reranked_runs) == ["bm25.ce@10", "bm25.ce@20"]
-    assert plan.label("bm25.ce@10") == "bm25>ce@10" and plan.label("rrf") == "rrf"
-    assert plan.metric_cutoffs == [30, 10, 20]
-    assert plan.mdcr_models == [*plan.first_stages, "ce"]
+    assert list(plan.systems.reranked_runs) == ["bm25.ce@10", "bm25.ce@20"]
+    assert plan.systems.label("bm25.ce@10") == "bm25>ce@10" and plan.systems.label("rrf") == "rrf"
+    assert plan.systems.metric_cutoffs == [30, 10, 20]
+    assert plan.mdcr.models == [*plan.systems.first_stages, "ce"]
 
 
 def test_wildcard_constraints_match_the_planned_names_only(plan):
@@ -49,45 +50,50 @@ def test_wildcard_constraints_match_the_planned_names_only(plan):
 
 
 def test_trained_encoders_join_the_registry_as_their_base_loaded_from_their_folder(plan):
-    assert set(plan.trained_models) == {"minilm_scincl", "minilm_specter", "minilm_local"}
-    assert plan.graph_trained_models == ["minilm_scincl", "minilm_specter"]
-    assert plan.context_trained_models == ["minilm_local"]
-    entry = plan.registry["minilm_scincl"]
+    assert set(plan.training.models) == {"minilm_scincl", "minilm_specter", "minilm_local"}
+    assert plan.training.graph_trained == ["minilm_scincl", "minilm_specter"]
+    assert plan.training.context_trained == ["minilm_local"]
+    entry = plan.systems.model_specs["minilm_scincl"]
     assert entry["path"] == "./results/demo/train/minilm_scincl/model"
     assert {k: v for k, v in entry.items() if k != "path"} == {
-        k: v for k, v in plan.registry["minilm"].items() if k != "path"
+        k: v for k, v in plan.systems.model_specs["minilm"].items() if k != "path"
     }
-    assert plan.provenance_config["models"]["minilm_specter"]["pooling"] == "mean"
+    assert plan.outputs.provenance_config["models"]["minilm_specter"]["pooling"] == "mean"
 
 
 def test_collections_follow_the_config(plan):
-    names = [c.name for c in plan.collections("dataset", "test")]
+    names = [c.name for c in plan.setups.collections("dataset", "test")]
     assert names == ["pool-400.rep0", "pool-400.rep1", "pool-800.rep0", "pool-800.rep1"]
-    assert len(plan.collections("field", "test")) == 4
-    assert [c.name for c in plan.collections("dataset", "valid")] == [
+    assert len(plan.setups.collections("field", "test")) == 4
+    assert [c.name for c in plan.setups.collections("dataset", "valid")] == [
         "pool-400.rep0",
         "pool-800.rep0",
     ]
-    assert [c.name for c in plan.bm25_tuning_collections("dataset")] == ["pool-400.rep0"]
+    assert [c.name for c in plan.setups.bm25_tuning_collections("dataset")] == ["pool-400.rep0"]
     # The reranker's training split uses the first setup's tuned k1/b.
-    assert plan.bm25_tuning_setup("dataset", "train") == "dataset"
+    assert (
+        plan.setups.bm25_parameters("dataset", "train") == "results/demo/tuning/bm25-dataset.json"
+    )
+    assert plan.setups.bm25_parameters("field", "test") == "results/demo/tuning/bm25-field.json"
+    assert plan.setups.bm25_parameters("local", "test") is None
+    assert plan.mdcr.bm25_parameters() == "results/demo/tuning/bm25-field.json"
 
 
 def test_job_counts_of_the_default_run(plan):
     # 8 test collections x (6 first stages + 2 reranked runs).
-    assert len(plan.test_metric_files()) == 64
-    assert plan.mdcr_splits == ["test", "valid"]
-    assert len(plan.mdcr_build_runs("test")) == 4 * 6  # rep-0 field pools x compared models
-    assert plan.mdcr_types_from("valid") == ["results/demo/mdcr/mdcr_test_report.json"]
-    assert plan.mdcr_types_from("test") == []
-    assert plan.embedding_sample_dirs == [
+    assert len(plan.outputs.test_metric_files()) == 64
+    assert plan.mdcr.splits == ["test", "valid"]
+    assert len(plan.mdcr.build_runs("test")) == 4 * 6  # rep-0 field pools x compared models
+    assert plan.mdcr.types_from("valid") == ["results/demo/mdcr/mdcr_test_report.json"]
+    assert plan.mdcr.types_from("test") == []
+    assert plan.encoders.sample_dirs == [
         "results/demo/samples/dataset-test",
         "results/demo/samples/field-test",
         "results/demo/samples/field-valid",
         "results/demo/samples/local-test",
         "results/demo/samples/local-valid",
     ]
-    assert plan.embedding_shards("minilm") == ["results/demo/embeddings/minilm/shard-00000.npy"]
+    assert plan.encoders.shards("minilm") == ["results/demo/embeddings/minilm/shard-00000.npy"]
     assert plan.held_out_sample_dirs == [
         "results/demo/samples/dataset-test",
         "results/demo/samples/dataset-valid",
@@ -96,7 +102,7 @@ def test_job_counts_of_the_default_run(plan):
         "results/demo/samples/local-test",
         "results/demo/samples/local-valid",
     ]
-    outputs = plan.final_outputs()
+    outputs = plan.outputs.final()
     assert len(outputs) == len(set(outputs))
     assert "results/demo/tables/tradeoff.png" in outputs
     assert "results/demo/tables/plots/mdcr_types.png" in outputs
@@ -104,44 +110,43 @@ def test_job_counts_of_the_default_run(plan):
 
 
 def test_the_tradeoff_reads_its_first_stages_timings(plan):
-    assert plan.rerank_train_collection == "pool-3000.rep0"
-    assert plan.tradeoff_collection == "pool-800.rep0"
-    rows = [(row.first_stage, row.k) for row in plan.tradeoff_rows]
+    assert plan.rerank.train_collection == "pool-3000.rep0"
+    assert plan.rerank.tradeoff_collection == "pool-800.rep0"
+    rows = [(row.first_stage, row.k) for row in plan.rerank.tradeoff.rows]
     assert rows == [("bm25", 0), ("bm25", 10), ("bm25", 20)]
-    assert plan.tradeoff_timings == [
-        "results/demo/timings/bm25_search/dataset-test/pool-800.rep0.tsv"
-    ]
-    fused = plan.first_stage_timings("rrf", "pool-800.rep0")
+    assert plan.rerank.tradeoff.first_stage_timings == {
+        "bm25": ["results/demo/timings/bm25_search/dataset-test/pool-800.rep0.tsv"]
+    }
+    fused = plan.systems.run_timings("rrf", ("dataset-test", "pool-800.rep0"))
     assert fused[-1] == "results/demo/timings/fuse/dataset-test/pool-800.rep0/rrf.tsv"
     assert len(fused) == 3  # bm25's search, minilm's retrieval, the fusion
 
 
 def test_the_local_task_of_the_default_run(plan):
-    assert plan.local_inputs == {
+    assert plan.local.inputs == {
         shard: f"resources/synthetic/demo/pdf_parses-{shard}.jsonl.gz" for shard in plan.shards
     }
-    assert plan.local_query_year == 2019 and plan.local_splits == ["test", "valid"]
-    assert list(plan.local_rows) == [
+    assert plan.local.query_year == 2019 and plan.local.splits == ["test", "valid"]
+    assert list(plan.local.rows) == [
         "bm25", "minilm", "minilm_local", "rrf", "bm25>ce@10", "bm25>ce@20"
     ]  # fmt: skip
-    assert plan.local_rows["bm25>ce@20"] == "bm25.ce@20"
-    assert plan.local_runs == ["bm25", "minilm", "minilm_local", "rrf"]
-    assert plan.local_dense_models == ["minilm", "minilm_local"]
-    assert plan.local_cutoffs == [1, 5, 10, 20, 50, 100, 200, 500, 1000]
-    assert plan.metric_cutoffs_of("local") == plan.local_cutoffs
-    assert plan.retrieval_k("local") == 1000 and plan.retrieval_k("dataset") == 500
-    assert plan.local_train_run == "results/demo/runs/local-train/contexts.rep0/bm25.trec"
-    assert plan.local_metrics("test")["bm25>ce@20"] == (
+    assert plan.local.rows["bm25>ce@20"] == "bm25.ce@20"
+    assert plan.local.runs == ["bm25", "minilm", "minilm_local", "rrf"]
+    assert plan.local.encoders == ["minilm", "minilm_local"]
+    assert plan.local.cutoffs == [1, 5, 10, 20, 50, 100, 200, 500, 1000]
+    assert plan.metric_cutoffs("local") == plan.local.cutoffs
+    assert plan.setups.retrieval_k("local") == 1000 and plan.setups.retrieval_k("dataset") == 500
+    assert plan.local.train_run == "results/demo/runs/local-train/contexts.rep0/bm25.trec"
+    assert plan.local.metrics("test")["bm25>ce@20"] == (
         "results/demo/metrics/local-test/contexts.rep0/bm25.ce@20.tsv"
     )
-    assert plan.fit_sampler_arguments("minilm_local") == [
-        "--loss", "in_batch", "--anchor-papers", "results/demo/samples/local-train/query_papers"
-    ]  # fmt: skip
-    assert plan.fit_sampler_arguments("minilm_scincl") == []
-    arguments, files = plan.local_tradeoff_arguments()
-    assert "results/demo/timings/bm25_search/local-test/contexts.rep0.tsv" in files
-    assert arguments.startswith("--first-stage bm25 ")
-    outputs = plan.final_outputs()
+    assert plan.training.is_prefetcher("minilm_local")
+    assert not plan.training.is_prefetcher("minilm_scincl")
+    assert plan.training.anchor_papers() == "results/demo/samples/local-train/query_papers"
+    tradeoff = plan.local.tradeoff
+    assert "results/demo/timings/bm25_search/local-test/contexts.rep0.tsv" in tradeoff.inputs
+    assert tradeoff_arguments(tradeoff).startswith("--first-stage bm25 ")
+    outputs = plan.outputs.final()
     for name in ("local_test.md", "local_valid.tsv", "local_tradeoff.png"):
         assert f"results/demo/tables/{name}" in outputs
 
@@ -150,8 +155,8 @@ def test_the_oracle_prefetch_adds_a_reranked_row_per_k():
     raw = demo_raw()
     raw["local"]["rerank"]["oracle"] = True
     plan = Plan.from_config(load_config(raw))
-    assert plan.local_oracle_runs == {"bm25+oracle10": ("bm25", 10), "bm25+oracle20": ("bm25", 20)}
-    assert plan.local_rows["bm25+oracle20>ce@20"] == "bm25+oracle20.ce@20"
+    assert plan.local.oracle_runs == {"bm25+oracle10": ("bm25", 10), "bm25+oracle20": ("bm25", 20)}
+    assert plan.local.rows["bm25+oracle20>ce@20"] == "bm25+oracle20.ce@20"
 
 
 def test_acm_cr_evaluates_its_curated_contexts_on_the_test_split():
@@ -159,10 +164,10 @@ def test_acm_cr_evaluates_its_curated_contexts_on_the_test_split():
         raw = {**demo_raw(), **yaml.safe_load(handle)}
     raw["local"] = {**demo_raw()["local"], **raw["local"]}
     plan = Plan.from_config(load_config(raw))
-    assert plan.local_splits == ["test"]
-    assert plan.local_inputs == {"contexts": "../shared/data/acm-cr/contexts.jsonl"}
-    assert plan.local_reranker is None and plan.local_train_run is None
-    assert list(plan.local_rows) == ["bm25", "minilm", "rrf"]
+    assert plan.local.splits == ["test"]
+    assert plan.local.inputs == {"contexts": "../shared/data/acm-cr/contexts.jsonl"}
+    assert plan.local.reranker is None and plan.local.train_run is None
+    assert list(plan.local.rows) == ["bm25", "minilm", "rrf"]
 
 
 def test_switched_off_parts_plan_nothing():
@@ -172,11 +177,11 @@ def test_switched_off_parts_plan_nothing():
     raw["encode"]["models"] = ["minilm"]
     raw["local"]["enabled"] = False
     plan = Plan.from_config(load_config(raw))
-    assert plan.reranker is None and plan.reranked_runs == {}
-    assert plan.mdcr_outputs() == [] and plan.tradeoff_outputs() == []
-    assert plan.trained_models == {} and plan.metric_cutoffs == [30]
-    assert "results/demo/samples/field-valid" not in plan.embedding_sample_dirs
-    assert plan.local_inputs == {} and plan.local_outputs() == [] and plan.local_rows == {}
+    assert plan.systems.reranker is None and plan.systems.reranked_runs == {}
+    assert plan.mdcr.outputs() == [] and plan.rerank.outputs() == []
+    assert plan.training.models == {} and plan.systems.metric_cutoffs == [30]
+    assert "results/demo/samples/field-valid" not in plan.encoders.sample_dirs
+    assert plan.local.inputs == {} and plan.local.outputs() == [] and plan.local.rows == {}
 
 
 def test_imported_mdcr_scores_the_named_files_and_holds_their_queries_out():
@@ -186,19 +191,21 @@ def test_imported_mdcr_scores_the_named_files_and_holds_their_queries_out():
         "import": {"test": {"benchmark": "b.json", "data": "d.jsonl"}},
     }
     plan = Plan.from_config(load_config(raw))
-    assert plan.mdcr_splits == ["test"]
-    assert plan.mdcr_files("test") == {"benchmark": "b.json", "data": "d.jsonl"}
-    assert plan.held_out_mdcr_files == ["b.json"]
-    assert not any("_jaccard" in path for path in plan.mdcr_outputs())
+    assert plan.mdcr.splits == ["test"]
+    assert plan.mdcr.files("test") == {"benchmark": "b.json", "data": "d.jsonl"}
+    assert plan.mdcr.held_out_files == ["b.json"]
+    assert not any("_jaccard" in path for path in plan.mdcr.outputs())
 
 
 def test_one_setup_only():
     raw = demo_raw()
     raw["sampling"]["dataset_level"]["enabled"] = False
     plan = Plan.from_config(load_config(raw))
-    assert plan.setups == ["field"]
-    assert plan.tradeoff_collection is None and plan.tradeoff_rows == []
-    assert "table1" not in plan.tables and "map_by_pool_size" not in plan.plot_sources
+    assert plan.setups.names == ["field"]
+    assert plan.rerank.tradeoff_collection is None and plan.rerank.tradeoff is None
+    assert (
+        "table1" not in plan.outputs.tables and "map_by_pool_size" not in plan.outputs.plot_sources
+    )
 
 
 def test_the_synthetic_corpus_has_one_input_per_shard(plan):
@@ -249,7 +256,10 @@ def test_layout_templates_carry_snakemake_wildcards():
 def test_settings_are_written_from_the_config(plan):
     from citeval import stages
 
-    assert plan.settings(stages.METRICS, cutoffs=plan.metric_cutoffs) == "--cutoffs 30 10 20"
-    assert "--fields Biology 'Computer Science' Medicine Physics" in plan.settings(
-        stages.SAMPLE_FIELD
+    assert (
+        settings_flags(plan.config, stages.METRICS, cutoffs=plan.systems.metric_cutoffs)
+        == "--cutoffs 30 10 20"
+    )
+    assert "--fields Biology 'Computer Science' Medicine Physics" in settings_flags(
+        plan.config, stages.SAMPLE_FIELD
     )

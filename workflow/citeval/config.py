@@ -24,6 +24,7 @@ import msgspec
 import yaml
 
 from citeval.errors import ConfigError
+from citeval.systems import BM25_SYSTEM
 
 SCHEMA_PATH = Path(__file__).with_name("schema.yaml")
 
@@ -495,7 +496,7 @@ def check_config(config: Config) -> None:
             raise ConfigError(f"train.models.{name}.base {entry.base!r} is not in models")
     registry = [*config.models, *config.train.models]
     _unknown("encode.models", config.encode.models, registry)
-    first_stages = ["bm25", *config.encode.models]
+    first_stages = [BM25_SYSTEM, *config.encode.models]
     for index, fusion in enumerate(config.fusion):
         if fusion.name in first_stages:
             raise ConfigError(f"fusion[{index}].name {fusion.name!r} is already a model name")

@@ -97,14 +97,6 @@ NEEDS: dict[str, Need] = {
 }
 
 
-# On a cluster, each collection's chain of short jobs goes as one job (a Snakemake job
-# group; local runs ignore groups): BM25's index, search and metrics, and each encoder's
-# retrieval and metrics. Chains only, never side-by-side jobs, so a group asks for its
-# largest job's CPUs and memory and the sum of their minutes.
-BM25_CHAIN = "bm25-collection"
-DENSE_CHAIN = "dense-collection"
-
-
 @dataclass(frozen=True)
 class Jobs:
     """Every rule's ``threads:`` and ``resources:`` under one config."""

@@ -81,6 +81,7 @@ from citeval.mdcr.formats import (
     write_scores,
 )
 from citeval.settings import StageSettings
+from citeval.systems import KINDS
 
 LOG = logging.getLogger(__name__)
 
@@ -311,7 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--benchmark", required=True, type=Path, help="mdcr_<split>.json")
     score.add_argument("--data", required=True, type=Path, help="mdcr_<split>_data.jsonl")
     score.add_argument("--model", required=True, help="model name (for the log and the spec)")
-    score.add_argument("--kind", required=True, choices=["bm25", "dense", "rrf", "cross-encoder"])
+    score.add_argument(
+        "--kind", required=True, choices=[kind.mdcr_score for kind in KINDS.values()]
+    )
     score.add_argument("--output", required=True, type=Path, help="scores JSON to write")
     score.add_argument(
         "--params-json",

@@ -49,7 +49,6 @@ from citeval.mdcr.formats import Benchmark, Paper, Scores, check_scores_cover, s
 
 LOG = logging.getLogger(__name__)
 
-KINDS = ("bm25", "dense", "rrf", "cross-encoder")
 BM25_BATCH = 64
 
 

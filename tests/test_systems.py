@@ -1,0 +1,81 @@
+"""citeval.systems: each kind of system declared once, and the plan asking it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from citeval.config import load_config
+from citeval.jobs import NEEDS
+from citeval.plan import Plan
+from citeval.systems import BM25, ENCODER, FUSION, KINDS, RERANKER, systems_of
+
+
+def demo_config():
+    with open("config/config.yaml", encoding="utf-8") as handle:
+        return load_config(yaml.safe_load(handle))
+
+
+def test_a_config_declares_its_systems_in_table_order():
+    systems = systems_of(demo_config())
+    assert [(name, s.kind.name) for name, s in systems.items()] == [
+        ("bm25", "bm25"),
+        ("minilm", "encoder"),
+        ("minilm_scincl", "encoder"),
+        ("minilm_specter", "encoder"),
+        ("minilm_local", "encoder"),
+        ("rrf", "fusion"),
+        ("ce", "reranker"),
+    ]
+    assert systems["rrf"].members == ("bm25", "minilm")
+
+
+def test_every_kind_names_jobs_and_environments_that_exist():
+    for kind in KINDS.values():
+        assert kind.mdcr_job in NEEDS, kind
+        assert all(job in NEEDS for job in kind.run_jobs), kind
+        with open(f"envs/{kind.mdcr_env}.yaml", encoding="utf-8"):
+            pass
+    assert [k.name for k in KINDS.values() if k.first_stage] == ["bm25", "encoder", "fusion"]
+    assert not RERANKER.first_stage and ENCODER.embeds and FUSION.combines and BM25.single
+
+
+def test_the_mdcr_rules_score_with_their_kinds_word():
+    """Each MDCR scoring rule runs ``mdcr score --kind`` with its kind's declared word, and
+    uses its kind's job need."""
+    text = "".join(
+        Path(f"rules/{name}.smk").read_text(encoding="utf-8") for name in ("mdcr", "rerank")
+    )
+    for kind, rule in (
+        (BM25, "mdcr_score_bm25"),
+        (ENCODER, "mdcr_score_dense"),
+        (FUSION, "mdcr_score_fusion"),
+        (RERANKER, "mdcr_score_rerank"),
+    ):
+        block = text[text.index(f"rule {rule}:") :].split("\nrule ")[0]
+        assert f"--kind {kind.mdcr_score} " in block, rule
+        assert kind.mdcr_job == rule
+
+
+def test_the_plan_asks_the_kind_not_the_name():
+    """A fusion of a fusion still reads embeddings through its members, and a run's
+    metrics join its retrieval's chain by kind."""
+    with open("config/config.yaml", encoding="utf-8") as handle:
+        raw = yaml.safe_load(handle)
+    raw["fusion"].append({"name": "rrf2", "runs": ["rrf", "bm25"]})
+    plan = Plan.from_config(load_config(raw))
+    assert plan.systems.uses_encoders("rrf2")
+    assert not plan.systems.uses_encoders("bm25")
+    assert plan.systems.chain_of_metrics("bm25") == BM25.chain
+    assert plan.systems.chain_of_metrics("minilm") == ENCODER.chain
+    assert plan.systems.chain_of_metrics("rrf2") is None
+    assert plan.systems.chain_of_metrics("bm25.ce@10") is None
+    timings = plan.systems.run_timings("rrf2", ("dataset-test", "pool-400.rep0"))
+    assert timings == [
+        "results/demo/timings/bm25_search/dataset-test/pool-400.rep0.tsv",
+        "results/demo/timings/dense_retrieve/dataset-test/pool-400.rep0/minilm.tsv",
+        "results/demo/timings/fuse/dataset-test/pool-400.rep0/rrf.tsv",
+        "results/demo/timings/bm25_search/dataset-test/pool-400.rep0.tsv",
+        "results/demo/timings/fuse/dataset-test/pool-400.rep0/rrf2.tsv",
+    ]

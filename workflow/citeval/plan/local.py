@@ -1,0 +1,164 @@
+"""The local task (docs/local.md): its inputs, splits, rows, reranked and oracle runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from citeval.config import Config
+from citeval.layout import (
+    LOCAL_COLLECTION,
+    LOCAL_SETUP,
+    Layout,
+    oracle_run,
+    reranked_label,
+    reranked_run,
+)
+from citeval.plan.inputs import local_inputs
+from citeval.plan.rerank import Tradeoff, tradeoff
+from citeval.plan.systems import Systems
+from citeval.plan.training import Training
+
+
+@dataclass(frozen=True)
+class Local:
+    config: Config
+    layout: Layout
+    systems: Systems
+    training: Training
+    shards: Mapping[str, tuple[str, str]]
+
+    @cached_property
+    def enabled(self) -> bool:
+        return self.config.local.enabled
+
+    @cached_property
+    def inputs(self) -> dict[str, str]:
+        """Staging name -> full-text or curated-contexts input file (synthetic: one per
+        metadata shard, written by rule synth)."""
+        return local_inputs(self.config, self.shards) if self.enabled else {}
+
+    @cached_property
+    def query_year(self) -> int:
+        return self.config.local.query_year or self.config.sampling.query_year
+
+    @cached_property
+    def splits(self) -> list[str]:
+        """The evaluated splits: test, and validation unless its share is 0."""
+        return ["test", *(["valid"] if self.config.local.valid_fraction > 0 else [])]
+
+    def sample_dirs(self) -> list[str]:
+        return [self.layout.sample_dir(LOCAL_SETUP, split) for split in self.splits]
+
+    @cached_property
+    def models(self) -> list[str]:
+        """The local tables' systems (local.models)."""
+        return list(self.config.local.models) if self.enabled else []
+
+    @cached_property
+    def reranker(self) -> str | None:
+        """The local task's cross-encoder (rerank.name), when local.rerank is on."""
+        enabled = self.enabled and self.config.local.rerank.enabled
+        return self.config.rerank.name if enabled else None
+
+    @cached_property
+    def ks(self) -> list[int]:
+        return sorted(self.config.local.rerank.ks)
+
+    @cached_property
+    def reranked_runs(self) -> dict[str, tuple[str, int]]:
+        """Reranked local run name -> (first stage, K)."""
+        if not self.reranker:
+            return {}
+        return {
+            reranked_run(first_stage, self.reranker, k): (first_stage, k)
+            for first_stage in self.config.local.rerank.first_stages
+            for k in self.ks
+        }
+
+    @cached_property
+    def oracle_runs(self) -> dict[str, tuple[str, int]]:
+        """HAtten's oracle prefetch runs (local.rerank.oracle): name -> (first stage, K)."""
+        if not (self.reranker and self.config.local.rerank.oracle):
+            return {}
+        return {
+            oracle_run(first_stage, k): (first_stage, k)
+            for first_stage in self.config.local.rerank.first_stages
+            for k in self.ks
+        }
+
+    @cached_property
+    def rows(self) -> dict[str, str]:
+        """The local tables' rows: table label -> run name (local.models, reranked runs,
+        the oracle prefetch reranked at its K)."""
+        name = self.reranker or ""
+        rows = {model: model for model in self.models}
+        for run, (first_stage, k) in self.reranked_runs.items():
+            rows[reranked_label(first_stage, name, k)] = run
+        for oracle, (_, k) in self.oracle_runs.items():
+            rows[reranked_label(oracle, name, k)] = reranked_run(oracle, name, k)
+        return rows
+
+    @cached_property
+    def train_run(self) -> str | None:
+        """The training split's first-stage run, when a prefetcher or the local reranker
+        trains on it."""
+        if not (self.training.context_trained or self.reranker):
+            return None
+        first_stage = self.config.local.train.first_stage
+        return self.layout.run(LOCAL_SETUP, "train", LOCAL_COLLECTION, first_stage)
+
+    @cached_property
+    def runs(self) -> list[str]:
+        """Every first-stage run the local rows need: the rows, the runs their fusions
+        fuse and the reranked first stages."""
+        rerank = self.config.local.rerank
+        needed = {*self.models, *(rerank.first_stages if self.reranker else [])}
+        for name in list(needed):
+            needed.update(self.systems.members(name))
+        return [name for name in self.systems.first_stages if name in needed]
+
+    @cached_property
+    def encoders(self) -> list[str]:
+        return [name for name in self.runs if self.systems.kind(name).embeds]
+
+    @cached_property
+    def embeds_training_split(self) -> bool:
+        return bool(self.train_run) and self.systems.uses_encoders(
+            self.config.local.train.first_stage
+        )
+
+    @cached_property
+    def cutoffs(self) -> list[int]:
+        """local.cutoffs, and 10 for NDCG@10."""
+        return sorted({*self.config.local.cutoffs, 10})
+
+    def metrics(self, split: str) -> dict[str, str]:
+        return {
+            label: self.layout.metrics(LOCAL_SETUP, split, LOCAL_COLLECTION, run)
+            for label, run in self.rows.items()
+        }
+
+    def table(self, split: str, ext: str = "tsv") -> str:
+        return self.layout.table(f"local_{split}", ext)
+
+    @cached_property
+    def tradeoff(self) -> Tradeoff:
+        """The trade-off of the test split."""
+        return tradeoff(
+            self.layout,
+            self.systems,
+            (LOCAL_SETUP, "test", LOCAL_COLLECTION),
+            self.config.local.rerank.first_stages,
+            self.reranker or "",
+            self.ks,
+        )
+
+    def outputs(self) -> list[str]:
+        if not self.enabled:
+            return []
+        tables = [self.table(split, ext) for split in self.splits for ext in ("tsv", "md")]
+        if self.reranker:
+            tables += [self.layout.table("local_tradeoff", ext) for ext in ("tsv", "md", "png")]
+        return tables

@@ -1,0 +1,134 @@
+"""The kinds of system citeval evaluates, each declared once with what it can do.
+
+A *system* is anything that yields a ranking: BM25, a dense encoder, a fusion of other
+systems' runs, a cross-encoder that reranks a first stage. Its *kind* says what the
+pipeline can do with it, and every flow decision asks the kind, never a system's name:
+
+* which jobs write one collection's run (their timing records are the run's cost in the
+  reranking trade-off), and the SLURM job group that chains them with the run's metrics;
+* how it scores MDCR's query-candidate pairs (``mdcr score --kind``), in which software
+  environment, with which need (:data:`citeval.jobs.NEEDS`);
+* whether it is a first stage (its runs come from the corpus alone, so they can be
+  fused, reranked and listed in the local task), whether it reads embeddings.
+
+:func:`systems_of` lists a config's systems in the one order every table and command
+uses: BM25, the encoders (``encode.models``), the fusions, then the reranker.
+Adding a kind is a :class:`SystemKind` entry in :data:`KINDS` plus the rule that writes
+its runs (docs/architecture.md, "Adding a system kind").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from citeval.config import Config
+
+
+# On a cluster, each collection's chain of short jobs goes as one job (a Snakemake job
+# group; local runs ignore groups): BM25's index, search and metrics, and each encoder's
+# retrieval and metrics. Chains only, never side-by-side jobs, so a group asks for its
+# largest job's CPUs and memory and the sum of their minutes.
+BM25_CHAIN = "bm25-collection"
+DENSE_CHAIN = "dense-collection"
+
+
+@dataclass(frozen=True)
+class SystemKind:
+    """What one kind of system can do in the pipeline."""
+
+    name: str
+    # Rules whose jobs write one collection's run, in order (their timings are its cost;
+    # a reranker times itself, per first stage).
+    run_jobs: tuple[str, ...]
+    # The job group of a collection's chain (retrieval, then metrics) on a cluster.
+    chain: str | None
+    # `mdcr score --kind` word, the need of that job (citeval.jobs) and its conda env.
+    mdcr_score: str
+    mdcr_job: str
+    mdcr_env: str
+    # Its runs come from the corpus alone: fused, reranked, listed in the local task.
+    first_stage: bool
+    # It reads the embedding store (citeval.encode), so its pools' papers are embedded.
+    embeds: bool = False
+    # Its runs combine other systems' runs (its members run first).
+    combines: bool = False
+    # A config has one system of this kind: its jobs' logs and timings carry no name.
+    single: bool = False
+
+
+BM25 = SystemKind(
+    name="bm25",
+    run_jobs=("bm25_search",),
+    chain=BM25_CHAIN,
+    mdcr_score="bm25",
+    mdcr_job="mdcr_score_bm25",
+    mdcr_env="bm25",
+    first_stage=True,
+    single=True,
+)
+ENCODER = SystemKind(
+    name="encoder",
+    run_jobs=("dense_retrieve",),
+    chain=DENSE_CHAIN,
+    mdcr_score="dense",
+    mdcr_job="mdcr_score_dense",
+    mdcr_env="dense",
+    first_stage=True,
+    embeds=True,
+)
+FUSION = SystemKind(
+    name="fusion",
+    run_jobs=("fuse",),
+    chain=None,
+    mdcr_score="rrf",
+    mdcr_job="mdcr_score_fusion",
+    mdcr_env="core",
+    first_stage=True,
+    combines=True,
+)
+RERANKER = SystemKind(
+    name="reranker",
+    run_jobs=(),
+    chain=None,
+    mdcr_score="cross-encoder",
+    mdcr_job="mdcr_score_rerank",
+    mdcr_env="dense",
+    first_stage=False,
+)
+
+KINDS: dict[str, SystemKind] = {kind.name: kind for kind in (BM25, ENCODER, FUSION, RERANKER)}
+
+# BM25 has one system per config, named after its kind; the others are named by the user.
+BM25_SYSTEM = BM25.name
+
+
+@dataclass(frozen=True)
+class System:
+    """One system of a config: its name (file names, table rows), kind and members."""
+
+    name: str
+    kind: SystemKind
+    # A fusion's members (the systems whose runs it fuses), in the config's order.
+    members: tuple[str, ...] = ()
+
+
+def systems_of(config: Config) -> dict[str, System]:
+    """Every system a config declares, by name, in table order: BM25, encoders, fusions,
+    then the reranker when reranking is on. Names are unique (citeval.config checks)."""
+    systems = [System(BM25_SYSTEM, BM25)]
+    systems += [System(name, ENCODER) for name in config.encode.models]
+    systems += [System(f.name, FUSION, tuple(f.runs)) for f in config.fusion]
+    if config.rerank.enabled:
+        systems.append(System(config.rerank.name, RERANKER))
+    return {system.name: system for system in systems}
+
+
+def first_stage_names(systems: Iterable[System]) -> list[str]:
+    return [system.name for system in systems if system.kind.first_stage]
+
+
+def names_of_kind(systems: Iterable[System], kind: SystemKind) -> list[str]:
+    return [system.name for system in systems if system.kind is kind]
