@@ -25,5 +25,5 @@ def test_the_protocol_overlay_is_a_valid_bm25_only_config(tmp_path: Path) -> Non
     assert config.jobs.threads == 4
     assert config.sampling.dataset_level.pool_sizes == [2000, 5000, 10000, 20000]
     plan = Plan.from_config(config)
-    assert plan.models == ["bm25"]
-    assert not plan.local_enabled and plan.reranker is None
+    assert plan.systems.runs == ["bm25"]
+    assert not plan.local.enabled and plan.systems.reranker is None
