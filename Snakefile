@@ -35,7 +35,7 @@ if PLAN.training.models:
     include: "rules/train.smk"
 
 
-if RERANKER:
+if RERANKER or PLAN.local.reranker:
 
     include: "rules/rerank.smk"
 

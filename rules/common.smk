@@ -22,6 +22,7 @@ from citeval.systems import BM25, BM25_SYSTEM, ENCODER, FUSION, RERANKER as RERA
 from citeval.commands import fit_sampler_arguments, settings_flags, shell_words
 from citeval.commands import tradeoff_arguments
 from citeval.plan import Plan, alternatives
+from citeval.plan.rerank import TRAIN_SETUP
 from citeval.slurm import install as adjust_slurm_plugin
 
 # On SLURM, a cancelled or preempted job fails instead of hanging, and a job no partition
@@ -86,6 +87,11 @@ def query_papers(wildcards, input):
     if wildcards.setup == LOCAL_SETUP:
         return LAYOUT.query_papers(wildcards.split)
     return f"{input.corpus}/papers"
+
+
+def context_query_papers(wildcards, input):
+    """The rerank command's flag for queries that are contexts (the local task)."""
+    return shell_words(["--query-papers", f"{input.samples}/query_papers"])
 
 
 def query_embeddings(wildcards):

@@ -170,7 +170,9 @@ rule local_tables:
 
 if PLAN.local.reranker:
 
-    rule local_rerank_train:
+    # The global task's reranking rules (rules/rerank.smk), on the local splits: the queries'
+    # texts are the contexts, and training adds each context's cited paper.
+    use rule rerank_train as local_rerank_train with:
         input:
             run=PLAN.local.train_run,
             samples=LAYOUT.sample_dir(LOCAL_SETUP, "train"),
@@ -179,10 +181,9 @@ if PLAN.local.reranker:
             directory(LAYOUT.local_reranker_model(PLAN.local.reranker)),
         params:
             qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
-            settings=settings(stages.RERANK_TRAIN),
-            output_dir=output_folder(),
-        conda:
-            "../envs/dense.yaml"
+            queries=lambda wildcards, input: shell_words(
+                ["--query-papers", f"{input.samples}/query_papers", "--add-cited"]
+            ),
         log:
             LAYOUT.log("local_rerank_train"),
         benchmark:
@@ -190,14 +191,8 @@ if PLAN.local.reranker:
         threads: JOBS.threads("local_rerank_train")
         resources:
             **JOBS.resources("local_rerank_train"),
-        shell:
-            "python -m citeval.rerank train --run {input.run:q} "
-            "--qrels {params.qrels:q} "
-            "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
-            "--add-cited --output-dir {params.output_dir:q} {params.settings} "
-            "--threads {threads} 2> {log:q}"
 
-    rule local_rerank:
+    use rule rerank as local_rerank with:
         input:
             model=rules.local_rerank_train.output,
             run=LAYOUT.run(LOCAL_SETUP, "{split}", LOCAL_COLLECTION, "{first_stage}"),
@@ -214,11 +209,9 @@ if PLAN.local.reranker:
                 PLAN.local.reranker, LOCAL_SETUP, "{split}", LOCAL_COLLECTION, "{first_stage}"
             ),
         params:
-            settings=settings(stages.RERANK),
             ks=shell_words(PLAN.local.ks),
             tag_prefix=reranked_label("{first_stage}", PLAN.local.reranker, ""),
-        conda:
-            "../envs/dense.yaml"
+            queries=context_query_papers,
         log:
             LAYOUT.log("local_rerank", "{split}", "{first_stage}"),
         benchmark:
@@ -226,12 +219,6 @@ if PLAN.local.reranker:
         threads: JOBS.threads("local_rerank")
         resources:
             **JOBS.resources("local_rerank"),
-        shell:
-            "python -m citeval.rerank rerank --model {input.model:q} "
-            "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
-            "--run {input.run:q} --ks {params.ks} --outputs {output.runs:q} "
-            "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
-            "--threads {threads} 2> {log:q}"
 
     rule local_oracle:
         input:
@@ -255,19 +242,21 @@ if PLAN.local.reranker:
             "python -m citeval.local oracle --run {input.run:q} --qrels {params.qrels:q} "
             "--k {wildcards.k} --output {output:q} 2> {log:q}"
 
-    rule local_rerank_oracle:
+    use rule local_rerank as local_rerank_oracle with:
         input:
             model=rules.local_rerank_train.output,
             run=rules.local_oracle.output,
             samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
             corpus=rules.ingest_merge.output,
         output:
-            run=LAYOUT.run(
-                LOCAL_SETUP,
-                "{split}",
-                LOCAL_COLLECTION,
-                reranked_run(oracle_run("{first_stage}", "{k}"), PLAN.local.reranker, "{k}"),
-            ),
+            runs=[
+                LAYOUT.run(
+                    LOCAL_SETUP,
+                    "{split}",
+                    LOCAL_COLLECTION,
+                    reranked_run(oracle_run("{first_stage}", "{k}"), PLAN.local.reranker, "{k}"),
+                )
+            ],
             timing=LAYOUT.rerank_timing(
                 PLAN.local.reranker,
                 LOCAL_SETUP,
@@ -278,10 +267,8 @@ if PLAN.local.reranker:
         wildcard_constraints:
             k=r"\d+",
         params:
-            settings=settings(stages.RERANK),
+            ks=lambda wildcards: wildcards.k,
             tag_prefix=reranked_label(oracle_run("{first_stage}", ""), PLAN.local.reranker, ""),
-        conda:
-            "../envs/dense.yaml"
         log:
             LAYOUT.log("local_rerank_oracle", "{split}", "{first_stage}", "{k}"),
         benchmark:
@@ -289,12 +276,6 @@ if PLAN.local.reranker:
         threads: JOBS.threads("local_rerank_oracle")
         resources:
             **JOBS.resources("local_rerank_oracle"),
-        shell:
-            "python -m citeval.rerank rerank --model {input.model:q} "
-            "--papers {input.corpus:q}/papers --query-papers {input.samples:q}/query_papers "
-            "--run {input.run:q} --ks {wildcards.k} --outputs {output.run:q} "
-            "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
-            "--threads {threads} 2> {log:q}"
 
     rule local_tradeoff:
         input:

@@ -1,47 +1,26 @@
 # Reranking (docs/rerank.md): training queries from the years before the query year, the
 # training first stage's runs on their pool, a cross-encoder trained on those runs' top
 # results, every configured first stage's test runs reranked at each K, MDCR scored by the
-# reranker, and the speed/accuracy trade-off.
+# reranker, and the speed/accuracy trade-off. The local task's reranking rules
+# (rules/local.smk) are these two rules with the local task's inputs.
 
+RERANK_NAME = CONFIG.rerank.name
 TRAIN_RUN = LAYOUT.run(
-    "dataset", "train", PLAN.rerank.train_collection, CONFIG.rerank.train.first_stage
+    TRAIN_SETUP, "train", PLAN.rerank.train_collection, CONFIG.rerank.train.first_stage
 )
-
-
-rule sample_train:
-    input:
-        filtered=rules.prefilter.output.papers,
-        corpus=rules.ingest_merge.output,
-        exclude=CONFIG.sampling.exclude_query_ids or [],
-    output:
-        split=directory(LAYOUT.sample_dir("dataset", "train")),
-        report=LAYOUT.sample_report("train"),
-    params:
-        settings=settings(stages.SAMPLE_TRAIN),
-        output_dir=lambda wildcards, output: Path(output.report).parent,
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("sample_train"),
-    benchmark:
-        LAYOUT.timing("sample_train")
-    threads: JOBS.threads("sample_train")
-    resources:
-        **JOBS.resources("sample_train"),
-    shell:
-        "python -m citeval.sample train --filtered {input.filtered:q} --corpus {input.corpus:q} "
-        "--output-dir {params.output_dir:q} {params.settings} --threads {threads} 2> {log:q}"
 
 
 rule rerank_train:
     input:
         run=TRAIN_RUN,
-        samples=rules.sample_train.output.split,
+        samples=LAYOUT.sample_dir(TRAIN_SETUP, "train"),
         corpus=rules.ingest_merge.output,
     output:
-        directory(LAYOUT.reranker_model(RERANKER)),
+        directory(LAYOUT.reranker_model(RERANK_NAME)),
     params:
-        qrels=LAYOUT.qrels("dataset", "train", PLAN.rerank.train_collection),
+        qrels=LAYOUT.qrels(TRAIN_SETUP, "train", PLAN.rerank.train_collection),
+        # The queries' texts: the corpus's papers here, the contexts in the local task.
+        queries="",
         settings=settings(stages.RERANK_TRAIN),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
     conda:
@@ -55,7 +34,7 @@ rule rerank_train:
         **JOBS.resources("rerank_train"),
     shell:
         "python -m citeval.rerank train --run {input.run:q} --qrels {params.qrels:q} "
-        "--papers {input.corpus:q}/papers --output-dir {params.output_dir:q} "
+        "--papers {input.corpus:q}/papers {params.queries} --output-dir {params.output_dir:q} "
         "{params.settings} --threads {threads} 2> {log:q}"
 
 
@@ -63,19 +42,21 @@ rule rerank:
     input:
         model=rules.rerank_train.output,
         run=LAYOUT.run(**COLLECTION, model="{first_stage}"),
+        samples=split_sample_dir,
         corpus=rules.ingest_merge.output,
     output:
         runs=[
             LAYOUT.run(**COLLECTION, model=name)
-            for name in (reranked_run("{first_stage}", RERANKER, k) for k in PLAN.systems.rerank_ks)
+            for name in (reranked_run("{first_stage}", RERANK_NAME, k) for k in PLAN.systems.rerank_ks)
         ],
-        timing=LAYOUT.rerank_timing(RERANKER, **COLLECTION, first_stage="{first_stage}"),
+        timing=LAYOUT.rerank_timing(RERANK_NAME, **COLLECTION, first_stage="{first_stage}"),
     wildcard_constraints:
         setup="dataset|field",
     params:
         settings=settings(stages.RERANK),
         ks=shell_words(PLAN.systems.rerank_ks),
-        tag_prefix=reranked_label("{first_stage}", RERANKER, ""),
+        tag_prefix=reranked_label("{first_stage}", RERANK_NAME, ""),
+        queries="",
     conda:
         "../envs/dense.yaml"
     log:
@@ -87,54 +68,81 @@ rule rerank:
         **JOBS.resources("rerank"),
     shell:
         "python -m citeval.rerank rerank --model {input.model:q} --papers {input.corpus:q}/papers "
-        "--run {input.run:q} --ks {params.ks} --outputs {output.runs:q} "
+        "{params.queries} --run {input.run:q} --ks {params.ks} --outputs {output.runs:q} "
         "--timing {output.timing:q} {params.settings} --tag-prefix {params.tag_prefix:q} "
         "--threads {threads} 2> {log:q}"
 
 
-rule mdcr_score_rerank:
-    input:
-        unpack(mdcr_files),
-        model=rules.rerank_train.output,
-    output:
-        LAYOUT.mdcr_scores("{mdcr_split}", RERANKER),
-    params:
-        name=RERANKER,
-        settings=settings(stages.MDCR_SCORE_RERANK),
-    conda:
-        "../envs/dense.yaml"
-    log:
-        LAYOUT.log("mdcr_score", "{mdcr_split}", RERANKER),
-    benchmark:
-        LAYOUT.timing("mdcr_score", "{mdcr_split}", RERANKER)
-    threads: JOBS.threads(RERANKER_KIND.mdcr_job)
-    resources:
-        **JOBS.resources(RERANKER_KIND.mdcr_job),
-    shell:
-        "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
-        "--model {params.name:q} --kind cross-encoder --model-dir {input.model:q} "
-        "{params.settings} --threads {threads} --output {output:q} 2> {log:q}"
+if RERANKER:
+
+    rule sample_train:
+        input:
+            filtered=rules.prefilter.output.papers,
+            corpus=rules.ingest_merge.output,
+            exclude=CONFIG.sampling.exclude_query_ids or [],
+        output:
+            split=directory(LAYOUT.sample_dir("dataset", "train")),
+            report=LAYOUT.sample_report("train"),
+        params:
+            settings=settings(stages.SAMPLE_TRAIN),
+            output_dir=lambda wildcards, output: Path(output.report).parent,
+        conda:
+            "../envs/core.yaml"
+        log:
+            LAYOUT.log("sample_train"),
+        benchmark:
+            LAYOUT.timing("sample_train")
+        threads: JOBS.threads("sample_train")
+        resources:
+            **JOBS.resources("sample_train"),
+        shell:
+            "python -m citeval.sample train --filtered {input.filtered:q} --corpus {input.corpus:q} "
+            "--output-dir {params.output_dir:q} {params.settings} --threads {threads} 2> {log:q}"
 
 
-rule rerank_tradeoff:
-    input:
-        PLAN.rerank.tradeoff.inputs,
-    output:
-        LAYOUT.table("tradeoff"),
-        LAYOUT.table("tradeoff", "md"),
-        report_item(LAYOUT.table("tradeoff", "png"), "tradeoff", "Figures"),
-    params:
-        arguments=tradeoff_arguments(PLAN.rerank.tradeoff),
-        title=f"Reranking trade-off, dataset-level {PLAN.rerank.tradeoff_collection}",
-        output_dir=output_folder(),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("rerank_tradeoff"),
-    benchmark:
-        LAYOUT.timing("rerank_tradeoff")
-    resources:
-        **JOBS.resources("rerank_tradeoff"),
-    shell:
-        "python -m citeval.rerank tradeoff {params.arguments} --title {params.title:q} "
-        "--output-dir {params.output_dir:q} 2> {log:q}"
+    rule mdcr_score_rerank:
+        input:
+            unpack(mdcr_files),
+            model=rules.rerank_train.output,
+        output:
+            LAYOUT.mdcr_scores("{mdcr_split}", RERANKER),
+        params:
+            name=RERANKER,
+            settings=settings(stages.MDCR_SCORE_RERANK),
+        conda:
+            "../envs/dense.yaml"
+        log:
+            LAYOUT.log("mdcr_score", "{mdcr_split}", RERANKER),
+        benchmark:
+            LAYOUT.timing("mdcr_score", "{mdcr_split}", RERANKER)
+        threads: JOBS.threads(RERANKER_KIND.mdcr_job)
+        resources:
+            **JOBS.resources(RERANKER_KIND.mdcr_job),
+        shell:
+            "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
+            "--model {params.name:q} --kind cross-encoder --model-dir {input.model:q} "
+            "{params.settings} --threads {threads} --output {output:q} 2> {log:q}"
+
+
+    rule rerank_tradeoff:
+        input:
+            PLAN.rerank.tradeoff.inputs,
+        output:
+            LAYOUT.table("tradeoff"),
+            LAYOUT.table("tradeoff", "md"),
+            report_item(LAYOUT.table("tradeoff", "png"), "tradeoff", "Figures"),
+        params:
+            arguments=tradeoff_arguments(PLAN.rerank.tradeoff),
+            title=f"Reranking trade-off, dataset-level {PLAN.rerank.tradeoff_collection}",
+            output_dir=output_folder(),
+        conda:
+            "../envs/core.yaml"
+        log:
+            LAYOUT.log("rerank_tradeoff"),
+        benchmark:
+            LAYOUT.timing("rerank_tradeoff")
+        resources:
+            **JOBS.resources("rerank_tradeoff"),
+        shell:
+            "python -m citeval.rerank tradeoff {params.arguments} --title {params.title:q} "
+            "--output-dir {params.output_dir:q} 2> {log:q}"

@@ -61,14 +61,23 @@ def test_snakemake_lint_is_clean(workdir):
 
 def test_every_rule_that_declares_threads_passes_them_to_its_command():
     """A rule's threads (citeval.jobs; --set-threads may change them) reach its command."""
-    checked = []
+    header = r"(?:use rule (\w+) as (\w+) with|rule (\w+)|checkpoint (\w+)):"
+    rules = {}  # name -> (file, its block, the rule it derives from)
     for path in sorted((REPO / "rules").glob("*.smk")):
-        blocks = re.split(r"^(?=[ \t]*(?:rule|checkpoint) \w+:)", path.read_text(), flags=re.M)
-        for block in blocks[1:]:
-            name = re.search(r"(?:rule|checkpoint) (\w+):", block).group(1)
-            if re.search(r"^\s+threads:", block, re.M):
-                assert "--threads {threads}" in block, f"{path.name}: rule {name}"
-                checked.append(name)
+        starts = r"(?:use rule \w+ as \w+ with|rule \w+|checkpoint \w+):"
+        parts = re.split(rf"^(?=[ \t]*{starts})", path.read_text(), flags=re.M)
+        for block in parts[1:]:
+            base, derived, *plain = re.search(header, block).groups()
+            rules[derived or next(n for n in plain if n)] = (path.name, block, base)
+    checked = []
+    for name, (file, block, base) in rules.items():
+        # A `use rule` runs its base rule's command with its own threads.
+        command = block
+        while base:
+            _, command, base = rules[base]
+        if re.search(r"^\s+threads:", block, re.M):
+            assert "--threads {threads}" in command, f"{file}: rule {name}"
+            checked.append(name)
     assert set(checked) == {rule for rule, need in NEEDS.items() if need.threaded}
 
 
