@@ -14,7 +14,7 @@ from citeval.collection_list import read_collections
 from citeval.errors import CitevalError, ConfigError, InputDataError
 from citeval.local.cli import main
 from citeval.local.sample import sample_local, split_citing_papers
-from citeval.local.tables import local_measures
+from citeval.measures import local_table_measures
 from citeval.trec import read_qrels
 
 QUERY_YEAR = 2019
@@ -255,7 +255,7 @@ def test_tables_group_contexts_by_granularity(tmp_path):
         ),
         query_papers / "part-00000.parquet",
     )
-    measures = list(local_measures([1, 10]).values())
+    measures = [m.name for m in local_table_measures([1, 10])]
 
     def metrics_file(name: str, values: dict[str, float]) -> Path:
         lines = ["query_id\tmeasure\tvalue"]

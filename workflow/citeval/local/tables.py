@@ -1,8 +1,9 @@
 """The local task's tables: one per split, a section per granularity, rows are models.
 
 Columns are HAtten's measures, MRR and R@K for the configured cutoffs, plus NDCG@10 and
-MAP, each ×100 and averaged over the split's contexts of that granularity (the metrics
-files hold every context of the split; :func:`granularity_of` says which is which). With
+MAP (:func:`citeval.measures.local_table_measures`), each ×100 and averaged over the
+split's contexts of that granularity (the metrics files hold every context of the split;
+:func:`granularity_of` says which is which). With
 a baseline, each cell is tested against it with the same paired randomization test as
 the global tables (:mod:`citeval.significance`), the context as the pairing unit.
 """
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 
 from citeval.errors import InputDataError
 from citeval.io import write_text
+from citeval.measures import local_table_measures
 from citeval.metrics import ALL_QUERIES, read_per_query_tsv
 from citeval.significance import (
     Settings,
@@ -26,19 +28,9 @@ from citeval.significance import (
     format_pvalues_tsv,
     table_tests,
 )
-from citeval.tables import render
+from citeval.table_files import render
 
 UNIT = "context"
-
-
-def local_measures(cutoffs: Sequence[int]) -> dict[str, str]:
-    """Column label -> pytrec_eval measure."""
-    return {
-        "MRR": "recip_rank",
-        **{f"R@{k}": f"recall_{k}" for k in sorted(cutoffs)},
-        "NDCG@10": "ndcg_cut_10",
-        "MAP": "map",
-    }
 
 
 def granularity_of(query_papers: str | Path) -> dict[str, str]:
@@ -67,7 +59,7 @@ def local_table(
     ``metrics`` maps each model (in row order) to its per-query metrics TSV on the split.
     """
     output = Path(output)
-    measures = local_measures(cutoffs)
+    measures = {m.label: m.name for m in local_table_measures(cutoffs)}
     granularity = granularity_of(query_papers)
     per_model = {}
     for model, path in metrics.items():

@@ -3,8 +3,9 @@
 It reproduces the published evaluator (github zoranmedic/mdcr ``evaluate.py``): for each
 field, every listed candidate of a query is judged 1 if its type is ``true`` and 0
 otherwise; trec_eval (through pytrec_eval) computes ``map``, ``ndcg`` and ``recall_5`` per
-query; a field's value is the mean over its queries, and the overall value (field
-``AVG``) is the unweighted mean over fields. Values are reported ×100.
+query (:data:`citeval.measures.MDCR_MEASURES`); a field's value is the mean over its
+queries, and the overall value (field ``AVG``) is the unweighted mean over fields. Values
+are reported ×100.
 
 What citeval settles on top:
 
@@ -35,10 +36,12 @@ from citeval.mdcr.formats import (
     negative_types,
     score_key,
 )
+from citeval.measures import MDCR_MEASURES, names
 from citeval.metrics import evaluate as trec_evaluate
 from citeval.metrics import mean_over_queries
 
-MEASURES = ("map", "ndcg", "recall_5")
+MEASURES = tuple(names(MDCR_MEASURES))
+"""The names of :data:`citeval.measures.MDCR_MEASURES`: the columns and keys of the values."""
 ALL_CANDIDATES = "all"
 MEAN_FIELD = "AVG"
 TSV_COLUMNS = ("candidates", "field", "n_queries", *MEASURES)

@@ -7,7 +7,7 @@
   candidate type (the positives plus that type's negatives), each the mean over fields.
 
 Both are written as TSV (six decimals) and Markdown (one decimal) with
-:func:`citeval.tables.write_table`, values ×100 as the evaluator writes them.
+:func:`citeval.table_files.write_table`, values ×100 as the evaluator writes them.
 
 With a baseline and every model's per-query TSV (``evaluate --per-query-output``), every
 other model is tested against the baseline per column (:mod:`citeval.significance`): a
@@ -35,6 +35,7 @@ from citeval.mdcr.evaluate import (
     PerQuery,
     Row,
 )
+from citeval.measures import MDCR_MEASURES, spoken_list
 from citeval.significance import (
     Settings,
     TableTests,
@@ -42,11 +43,15 @@ from citeval.significance import (
     stratum_weights,
     table_tests,
 )
+from citeval.table_files import write_table
 
 log = logging.getLogger(__name__)
 
-LABELS = {"map": "MAP", "ndcg": "NDCG", "recall_5": "R@5"}
-TABLE3 = ("table3_mdcr", "Table 3: MDCR, MAP, NDCG and R@5 per field and mean over fields")
+LABELS = {m.name: m.label for m in MDCR_MEASURES}
+TABLE3 = (
+    "table3_mdcr",
+    f"Table 3: MDCR, {spoken_list(LABELS.values())} per field and mean over fields",
+)
 TABLE4 = ("table4_mdcr_types", "Table 4: MDCR per candidate type, mean over fields")
 
 
@@ -233,8 +238,6 @@ def write_tables(
     With ``settings`` and every model's ``(model, per-query TSV)``, also the tests against
     ``settings.baseline`` (see the module docstring).
     """
-    from citeval.tables import write_table
-
     if not evaluations:
         raise InputDataError("no evaluation TSV to tabulate")
     per_model = {model: read_rows_tsv(path) for model, path in evaluations}

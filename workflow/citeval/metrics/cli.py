@@ -10,6 +10,7 @@ from pathlib import Path
 
 from citeval.cli import run_cli
 from citeval.errors import ConfigError, InputDataError
+from citeval.measures import EVALUATED, EVALUATED_AT_EACH_CUTOFF, names, spoken_list
 from citeval.metrics import (
     ALL_QUERIES,
     evaluate,
@@ -27,8 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m citeval.metrics",
         description="Evaluate a TREC run against qrels with trec_eval (pytrec_eval) "
-        "and write per-query values plus their mean (query id 'all') as TSV: map, ndcg and "
-        "recip_rank, and recall_k, P_k, f1_k and ndcg_cut_k for every k of --cutoffs.",
+        "and write per-query values plus their mean (query id 'all') as TSV: "
+        f"{spoken_list(names(EVALUATED))}, and "
+        f"{spoken_list(f'{kind.name}_k' for kind in EVALUATED_AT_EACH_CUTOFF)} "
+        "for every k of --cutoffs.",
     )
     parser.add_argument("--run", required=True, type=Path, help="TREC run file")
     parser.add_argument("--qrels", required=True, type=Path, help="TREC qrels file")

@@ -17,12 +17,12 @@ and the fusion itself) and their seconds are summed. ``--entry NAME K METRICS_TS
 timing file) or of its run reranked at K (with the timing JSON of ``citeval.rerank
 rerank``).
 
-Each row holds R@10 and MAP in percent, as every other table (means over the queries of
-the metrics TSV, read with :func:`citeval.metrics.read_per_query_tsv`), the first stage's
-seconds per query (its summed benchmark seconds over the number of queries in the metrics
-TSV), the rerank's seconds per query at K (``per_k[K].seconds_per_query`` of the timing
-JSON, pro-rated from the measured throughput), their total, and the reranker's pairs per
-second.
+Each row holds R@10 and MAP (:data:`citeval.measures.TRADEOFF_MEASURES`) in percent, as
+every other table (means over the queries of the metrics TSV, read with
+:func:`citeval.metrics.read_per_query_tsv`), the first stage's seconds per query (its
+summed benchmark seconds over the number of queries in the metrics TSV), the rerank's
+seconds per query at K (``per_k[K].seconds_per_query`` of the timing JSON, pro-rated from
+the measured throughput), their total, and the reranker's pairs per second.
 
 Writes ``tradeoff.tsv``, ``tradeoff.md`` and ``tradeoff.png`` (left: R@10 against K on a
 log axis, one line per first stage, its K = 0 value as a dashed level; right: R@10 against
@@ -40,16 +40,17 @@ from pathlib import Path
 
 from citeval.errors import CitevalError, InputDataError
 from citeval.io import write_text
+from citeval.measures import TRADEOFF_MEASURES
 from citeval.metrics import ALL_QUERIES, read_per_query_tsv
 
-RECALL = "recall_10"
-MAP = "map"
+# The plotted measure (R@10), then MAP: the table's columns ``recall`` and ``map``.
+RECALL, MAP = TRADEOFF_MEASURES
 COLUMNS = (
     "first_stage",
     "k",
     "queries",
-    "R@10",
-    "MAP",
+    RECALL.label,
+    MAP.label,
     "first_stage_s_per_query",
     "rerank_s_per_query",
     "total_s_per_query",
@@ -114,7 +115,7 @@ def metric_means(path: str | os.PathLike) -> tuple[int, float, float]:
     if not rows:
         raise InputDataError("no per-query rows", path=str(path))
     means = []
-    for measure in (RECALL, MAP):
+    for measure in (RECALL.name, MAP.name):
         missing = sorted(q for q, values in rows.items() if measure not in values)
         if missing:
             raise InputDataError(
@@ -203,8 +204,8 @@ def format_markdown(rows: Sequence[Row]) -> str:
         "First stage",
         "K",
         "Queries",
-        "R@10",
-        "MAP",
+        RECALL.label,
+        MAP.label,
         "First stage (s/query)",
         "Rerank (s/query)",
         "Total (s/query)",
@@ -280,15 +281,15 @@ def plot(rows: Sequence[Row], path: str | os.PathLike, title: str) -> None:
         left.xaxis.set_major_formatter(ScalarFormatter())
         left.xaxis.set_minor_locator(NullLocator())
     left.set_xlabel("K (candidates reranked, log scale)")
-    left.set_ylabel("R@10 (%)")
-    left.set_title("R@10 against rerank depth K (dashed: first stage alone)")
+    left.set_ylabel(f"{RECALL.label} (%)")
+    left.set_title(f"{RECALL.label} against rerank depth K (dashed: first stage alone)")
     left.grid(True, which="both", alpha=0.3)
     left.legend(fontsize=8)
     right.set_xscale("log")
     right.margins(x=0.12)
     right.set_xlabel("total time per query (s, first stage + rerank; log scale)")
-    right.set_ylabel("R@10 (%)")
-    right.set_title("R@10 against time (square: first stage alone)")
+    right.set_ylabel(f"{RECALL.label} (%)")
+    right.set_title(f"{RECALL.label} against time (square: first stage alone)")
     right.grid(True, which="both", alpha=0.3)
     right.legend(fontsize=8)
     fig.suptitle(title)

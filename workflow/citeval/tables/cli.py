@@ -23,15 +23,21 @@ from citeval import stages
 from citeval.cli import require_unique, run_cli
 from citeval.errors import ConfigError
 from citeval.io import write_json, write_text
+from citeval.measures import (
+    RERANK_ADDED,
+    cutoffs_for,
+    rerank_table_measures,
+    spoken_list,
+    table1_measures,
+    table_cutoff,
+)
 from citeval.significance import settings_for
 from citeval.tables import (
     RERANK_TABLE,
     dataset_level_table,
     field_level_tables,
     provenance,
-    rerank_measures,
     summary_table,
-    table1_measures,
 )
 
 log = logging.getLogger(__name__)
@@ -51,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         default=[],
         help="rows of the reranking table (first stages and their reranked runs, "
-        "e.g. bm25 'bm25>ce@100'); its metrics need the cutoffs 10 and 20",
+        "e.g. bm25 'bm25>ce@100'); its metrics need the cutoffs "
+        f"{spoken_list(map(str, cutoffs_for(RERANK_ADDED)))}",
     )
     parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
     parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
@@ -63,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 def command(args: argparse.Namespace) -> None:
     if not args.cutoffs:
         raise ConfigError("--cutoffs is empty: the R@k columns need a cutoff")
-    cutoff = args.cutoffs[0]
+    cutoff = table_cutoff(args.cutoffs)
     require_unique("--models", args.models)
     require_unique("--rerank-models", args.rerank_models)
     require_unique("--fields", args.fields)
@@ -74,7 +81,7 @@ def command(args: argparse.Namespace) -> None:
         measures = table1_measures(cutoff)
         dataset_level_table(args.results, args.models, measures, args.output_dir, settings)
         if args.rerank_models:
-            measures = rerank_measures(cutoff)
+            measures = rerank_table_measures(cutoff)
             dataset_level_table(
                 args.results, args.rerank_models, measures, args.output_dir, settings, RERANK_TABLE
             )
