@@ -15,6 +15,7 @@ from citeval.layout import (
     reranked_label,
     reranked_run,
 )
+from citeval.measures import local_metric_cutoffs
 from citeval.plan.inputs import local_inputs
 from citeval.plan.rerank import Tradeoff, tradeoff
 from citeval.plan.systems import Systems
@@ -131,8 +132,8 @@ class Local:
 
     @cached_property
     def cutoffs(self) -> list[int]:
-        """local.cutoffs, and 10 for NDCG@10."""
-        return sorted({*self.config.local.cutoffs, 10})
+        """The cutoffs the local tables' measures and the trade-off's need."""
+        return local_metric_cutoffs(self.config.local.cutoffs, rerank=bool(self.reranker))
 
     def metrics(self, split: str) -> dict[str, str]:
         return {

@@ -11,10 +11,8 @@ import msgspec
 
 from citeval.config import Config
 from citeval.layout import Layout, reranked_label, reranked_run
+from citeval.measures import global_metric_cutoffs
 from citeval.systems import ENCODER, RERANKER, System, first_stage_names, systems_of
-
-# The reranking table adds R@10 and F1@20 (Nogueira et al., HAtten) to the configured k.
-RERANK_CUTOFFS = (10, 20)
 
 
 @dataclass(frozen=True)
@@ -91,8 +89,8 @@ class Systems:
 
     @cached_property
     def metric_cutoffs(self) -> list[int]:
-        extra = RERANK_CUTOFFS if self.reranker else ()
-        return list(dict.fromkeys([*self.config.metrics.cutoffs, *extra]))
+        """The cutoffs the global tables' measures need (citeval.measures)."""
+        return global_metric_cutoffs(self.config.metrics.cutoffs, rerank=bool(self.reranker))
 
     def chain_of_metrics(self, run: str) -> str | None:
         """The job group of a run's metrics: its retrieval's chain (citeval.systems)."""
