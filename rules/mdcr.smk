@@ -14,10 +14,7 @@ rule mdcr_build:
     wildcard_constraints:
         mdcr_file="test|val",
     output:
-        benchmark=LAYOUT.mdcr_file("{mdcr_file}", ".json"),
-        data=LAYOUT.mdcr_file("{mdcr_file}", "_data.jsonl"),
-        jaccard=LAYOUT.mdcr_file("{mdcr_file}", "_jaccard.tsv"),
-        report=LAYOUT.mdcr_file("{mdcr_file}", "_report.json"),
+        **{role: LAYOUT.mdcr_file("{mdcr_file}", role) for role in MDCR_FILES},
     params:
         settings=settings(stages.MDCR_BUILD, models=PLAN.mdcr.build_models),
         types_from=lambda wildcards, input: (

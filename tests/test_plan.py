@@ -247,7 +247,7 @@ def test_layout_templates_carry_snakemake_wildcards():
     assert layout.log("metrics", "dataset-test", "pool-400.rep0", "bm25") == (
         "results/demo/logs/metrics/dataset-test/pool-400.rep0/bm25.log"
     )
-    assert layout.mdcr_file("valid", "_data.jsonl") == "results/demo/mdcr/mdcr_val_data.jsonl"
+    assert layout.mdcr_file("valid", "data") == "results/demo/mdcr/mdcr_val_data.jsonl"
     assert layout.embedding_shard("m", 3) == "results/demo/embeddings/m/shard-00003.npy"
     assert reranked_run("bm25", "ce", 10) == "bm25.ce@10"
     assert reranked_label("bm25", "ce", 10) == "bm25>ce@10"

@@ -24,6 +24,13 @@ WILDCARDS = {
 # (and every other file) say ``valid``. Only the MDCR file names use ``val``.
 MDCR_FILE_SPLIT = {"test": "test", "valid": "val"}
 MDCR_SPLIT_OF_FILE = {name: split for split, name in MDCR_FILE_SPLIT.items()}
+# The files MDCR's construction writes per split, by role: the suffix after mdcr_<split>.
+MDCR_FILES = {
+    "benchmark": ".json",
+    "data": "_data.jsonl",
+    "jaccard": "_jaccard.tsv",
+    "report": "_report.json",
+}
 
 # The local task has one collection per split: every granularity shares its pool and runs.
 LOCAL_SETUP = "local"
@@ -58,6 +65,12 @@ def _shard_file(folder: str, index: int | str) -> str:
     """An embedding shard of ``folder`` (``index``: a number or a ``{wildcard}``)."""
     shard = index if isinstance(index, str) else f"{index:05d}"
     return f"{folder}/shard-{shard}.npy"
+
+
+def mdcr_file_name(split: str, suffix: str) -> str:
+    """A split's MDCR file in the published names: ``mdcr_<test|val><suffix>`` (``split``:
+    test or valid; a ``{wildcard}`` stays as it is)."""
+    return f"mdcr_{MDCR_FILE_SPLIT.get(split, split)}{suffix}"
 
 
 def split_name(setup: str, split: str) -> str:
@@ -153,11 +166,10 @@ class Layout:
     def mdcr(self) -> str:
         return f"{self.root}/mdcr"
 
-    def mdcr_file(self, split: str, suffix: str) -> str:
-        """A split's file in the published names, ``mdcr/mdcr_<test|val><suffix>``:
-        ``.json``, ``_data.jsonl``, ``_report.json``... (``split``: test or valid)."""
-        name = MDCR_FILE_SPLIT.get(split, split)  # a {wildcard} stays as it is
-        return f"{self.mdcr}/mdcr_{name}{suffix}"
+    def mdcr_file(self, split: str, role: str) -> str:
+        """A split's file in the published names, ``mdcr/mdcr_<test|val><suffix>``, by its
+        role in :data:`MDCR_FILES` (``split``: test or valid)."""
+        return f"{self.mdcr}/{mdcr_file_name(split, MDCR_FILES[role])}"
 
     def mdcr_scores(self, split: str, model: str) -> str:
         return f"{self.mdcr}/scores/{split}/{model}.json"

@@ -24,7 +24,7 @@ from citeval.cli import duckdb_memory_setting
 from citeval.collection_list import collection_name, field_slug, field_slugs
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob
-from citeval.layout import MDCR_FILE_SPLIT
+from citeval.layout import MDCR_FILE_SPLIT, MDCR_FILES, mdcr_file_name
 from citeval.mdcr.construct import Inputs
 from citeval.mdcr.formats import Paper
 from citeval.trec import rank_documents, read_run
@@ -190,11 +190,7 @@ def read_inputs(
 
 def output_paths(output_dir: str | os.PathLike, split: str) -> dict[str, Path]:
     """The files ``build`` writes for a sample split, named as the published files are."""
+    if split not in MDCR_FILE_SPLIT:
+        raise ValueError(f"MDCR has no split {split!r} (test or valid)")
     root = Path(output_dir)
-    name = MDCR_FILE_SPLIT[split]
-    return {
-        "benchmark": root / f"mdcr_{name}.json",
-        "data": root / f"mdcr_{name}_data.jsonl",
-        "jaccard": root / f"mdcr_{name}_jaccard.tsv",
-        "report": root / f"mdcr_{name}_report.json",
-    }
+    return {role: root / mdcr_file_name(split, suffix) for role, suffix in MDCR_FILES.items()}

@@ -46,8 +46,8 @@ class Mdcr:
             files = getattr(self.config.mdcr.import_, split)
             return {"benchmark": files.benchmark, "data": files.data}
         return {
-            "benchmark": self.layout.mdcr_file(split, ".json"),
-            "data": self.layout.mdcr_file(split, "_data.jsonl"),
+            "benchmark": self.layout.mdcr_file(split, "benchmark"),
+            "data": self.layout.mdcr_file(split, "data"),
         }
 
     @cached_property
@@ -66,7 +66,7 @@ class Mdcr:
     def types_from(self, split: str) -> list[str]:
         """The validation split takes the model types the test split selected."""
         if split == "valid" and self.config.mdcr.model_selection == "auto":
-            return [self.layout.mdcr_file("test", "_report.json")]
+            return [self.layout.mdcr_file("test", "report")]
         return []
 
     @cached_property
@@ -100,9 +100,9 @@ class Mdcr:
         outputs = list(self.tables)
         if not self.imported:
             outputs += [
-                self.layout.mdcr_file(split, suffix)
+                self.layout.mdcr_file(split, role)
                 for split in self.splits
-                for suffix in ("_jaccard.tsv", "_report.json")
+                for role in ("jaccard", "report")
             ]
         outputs += [
             self.layout.mdcr_eval(split, model) for split in self.splits for model in self.models
