@@ -29,7 +29,9 @@ Modules, in the order a corpus is built:
 * :mod:`~citeval.synth.text`: the vocabularies, titles and abstracts;
 * :mod:`~citeval.synth.records`: the JSON lines;
 * :mod:`~citeval.synth.fulltext`: optionally, the papers' full text as S2ORC v2020
-  ``pdf_parses`` JSON lines, with numbered citation markers for the graph's citations;
+  ``pdf_parses`` JSON lines, with numbered citation markers for the graph's citations
+  (its word tables in :mod:`~citeval.synth.fulltext_words`, its JSON strings in
+  :mod:`~citeval.synth.fulltext_render`);
 * :mod:`~citeval.synth.corpus`: the gzip'd shards (metadata, and full text when asked);
 * :mod:`~citeval.synth.cli`: the command line (``python -m citeval.synth``).
 """

@@ -10,28 +10,39 @@ so a citation context carries a real but imperfect lexical signal about the cite
 
 Cited titles are needed for any paper of the corpus, and citations point all over it, so
 an index pass first keeps every title as vocabulary ids (int32, CSR) and which papers
-have a real abstract; a block's records are then built from a generator seeded by
-``(seed, 4, block)``, independent of the shard count.
+have a real abstract (:mod:`~citeval.synth.fulltext_words`); a block's records are then
+built from a generator seeded by ``(seed, 4, block)``, independent of the shard count.
+
+A block is built in stages, each taking that generator in turn, so the draws always come
+in one order: slot columns, bib entries, markers, the body's sentences, paragraphs and
+sections, the unresolved references' titles, the slots' words, the entries' years. Only
+then are the strings made, with no more draws (:mod:`~citeval.synth.fulltext_render`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from citeval.synth import fulltext_render as render
 from citeval.synth.citations import CitationGraph
-from citeval.synth.records import _id_width
-from citeval.synth.shape import (
-    NULL_ABSTRACT_RATE,
-    SHORT_ABSTRACT_RATE,
-    SUBTOPIC_WORDS,
-    TEXT_BLOCK,
-    TOPIC_WORDS,
+from citeval.synth.fulltext_words import (
+    COL_C,
+    N_COLS,
+    TOK_M,
+    CitingVocabulary,
+    TitleIndex,
+    citing_vocabulary,
+    excl_cumsum,
+    gather,
+    index_titles,
 )
+from citeval.synth.records import id_width
+from citeval.synth.shape import NULL_ABSTRACT_RATE, SUBTOPIC_WORDS, TEXT_BLOCK, TOPIC_WORDS
 from citeval.synth.structure import Structure
 from citeval.synth.text import (
     _COL_F,
@@ -44,13 +55,9 @@ from citeval.synth.text import (
     _FIRST_CLASS_COL,
     _K_COLS,
     _K_CUM,
-    _PUNCTUATION,
-    _SEP,
-    _SLOT_COLS,
     Vocabulary,
     _zipf_index,
     block_text,
-    block_tokens,
 )
 
 #: Seed-sequence stream of the full text (0 structure, 1 citations, 2 records, 3 words).
@@ -88,38 +95,273 @@ CITING_TEMPLATES: tuple[str, ...] = (
     "Related {Gp} on {C} {K} {C} are {Vp} in {M} , which {Vs} {A} {C} {Gp} .",
     "It has been {Vd} that {C} {Vs} {C} {C} in {X} {K} . {M}",
 )
-_N_COLS = _COL_K + 1
-_COL_C, _COL_M = _N_COLS, _N_COLS + 1
-_TOK_C, _TOK_M = -1 - _COL_C, -1 - _COL_M
-
-# Pre-formatted JSON, separators as json.dumps writes them. Generated text never holds a
-# quote, a backslash or a control character, so plain string formatting gives valid JSON.
-_RECORD = (
-    '{"paper_id": "%s", "_pdf_hash": "%s", "abstract": [{"section": "Abstract", '
-    '"text": "%s", "cite_spans": [], "ref_spans": []}], "body_text": [%s], '
-    '"bib_entries": {%s}, "ref_entries": {}}\n'
-)
-_PARA = '{"section": %s, "text": "%s", "cite_spans": %s, "ref_spans": []}'
-_SPAN = '{"start": %d, "end": %d, "text": "[%d]", "ref_id": "BIBREF%d"}'
-_SPAN2 = (
-    '{"start": %d, "end": %d, "text": "[%d", "ref_id": "BIBREF%d"}, '
-    '{"start": %d, "end": %d, "text": "%d]", "ref_id": "BIBREF%d"}'
-)
-_BIB = (
-    '"BIBREF%d": {"ref_id": "b%d", "title": "%s", "authors": [], "year": %d, "venue": "", '
-    '"volume": "", "issn": "", "pages": "", "other_ids": {}, "link": %s}'
-)
 
 
-def _excl_cumsum(values: np.ndarray) -> np.ndarray:
-    out = np.zeros(values.shape[0], dtype=np.int64)
-    np.cumsum(values[:-1], out=out[1:])
-    return out
+@dataclass(frozen=True)
+class Columns:
+    """Per citing paper and slot column: the first word and the count (as text.py's)."""
+
+    off: np.ndarray  # int64, (papers, N_COLS)
+    length: np.ndarray  # int64, (papers, N_COLS)
+    top: np.ndarray  # int64 topic per paper
 
 
-def _gather(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Indices of the concatenated ranges ``[starts[i], starts[i] + lens[i])``."""
-    return np.repeat(starts - _excl_cumsum(lens), lens) + np.arange(int(lens.sum()))
+@dataclass(frozen=True)
+class Entries:
+    """A block's bib entries, grouped by citing paper: its citations, then unresolved ones."""
+
+    row: np.ndarray  # citing paper, as an index into the block's citing papers
+    target: np.ndarray  # cited paper; -1 for an unresolved reference
+    linked: np.ndarray  # bool: target >= 0
+    num: np.ndarray  # bib number within the citing paper, from 0
+    start: np.ndarray  # first entry of each citing paper
+
+
+@dataclass(frozen=True)
+class Markers:
+    """A block's citation markers, grouped by citing paper; each cites one or two entries."""
+
+    row: np.ndarray  # citing paper
+    t1: np.ndarray  # cited paper of the (lower-numbered) first entry, -1 if unresolved
+    t2: np.ndarray  # of the second entry, -1 if unresolved, -2 for a one-entry marker
+    num1: list[int]  # bib numbers as printed, from 1
+    num2: list[int]  # 0 for a one-entry marker
+    text: list[str]  # " [3]" or " [3, 7]"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A block's body sentences in reading order, with their paragraphs and sections."""
+
+    row: np.ndarray  # citing paper per sentence
+    tpl: np.ndarray  # template per sentence
+    marker: np.ndarray  # marker of a citing sentence; -1 for a filler sentence
+    par: np.ndarray  # paragraph per sentence
+    par_first: np.ndarray  # first sentence of each paragraph
+    par_row: np.ndarray  # citing paper per paragraph
+    par_sec: np.ndarray  # index into SECTIONS per paragraph
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """Tokens of a block's pieces: the body's sentences, then the unresolved entries' titles."""
+
+    tokens: np.ndarray  # int64 vocabulary ids; negative slots until filled, TOK_M stays
+    row: np.ndarray  # citing paper per token
+    start: np.ndarray  # first token of each piece
+    length: np.ndarray  # tokens per piece
+    piece: np.ndarray  # piece per token
+    marker: np.ndarray  # marker per piece, -1 for none
+    n_sentences: int  # pieces [0, n_sentences) are the body's
+    n_body: int  # tokens of the body
+
+
+def _columns(rng: np.random.Generator, s: Structure, v: Vocabulary, pid: np.ndarray) -> Columns:
+    """The slot columns of citing papers ``pid``, with their focus terms drawn."""
+    n = pid.shape[0]
+    sub = s.subtopic[pid].astype(np.int64)
+    top = s.topic[pid].astype(np.int64)
+    fld = s.field[pid].astype(np.int64)
+    fld2 = s.field2[pid].astype(np.int64)
+    fld2 = np.where(fld2 >= 0, fld2, fld)
+    off = np.empty((n, N_COLS), dtype=np.int64)
+    length = np.ones((n, N_COLS), dtype=np.int64)
+    off[:, _COL_S], length[:, _COL_S] = v.sub_off[sub], SUBTOPIC_WORDS
+    off[:, _COL_T], length[:, _COL_T] = v.topic_off[top], TOPIC_WORDS
+    off[:, _COL_F], length[:, _COL_F] = v.field_off[fld], v.field_len[fld]
+    off[:, _COL_X], length[:, _COL_X] = v.field_off[fld2], v.field_len[fld2]
+    off[:, _COL_FOCUS] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
+    off[:, _COL_FOCUS + 1] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
+    off[:, _COL_FOCUS + 2] = v.topic_off[top] + _zipf_index(rng, np.full(n, TOPIC_WORDS), 1.5)
+    for col, (start, size) in enumerate(v.class_range, start=_FIRST_CLASS_COL):
+        off[:, col], length[:, col] = start, size
+    return Columns(off, length, top)
+
+
+def _entries(rng: np.random.Generator, g: CitationGraph, pid: np.ndarray, k: np.ndarray) -> Entries:
+    """Bib entries of citing papers ``pid`` (``k`` citations each), numbered at random."""
+    nbib = k + rng.poisson(UNRESOLVED_RATE * k)
+    bib_start = excl_cumsum(nbib)
+    n_ent = int(nbib.sum())
+    ent_row = np.repeat(np.arange(pid.shape[0]), nbib)
+    within = np.arange(n_ent) - bib_start[ent_row]
+    linked = within < k[ent_row]
+    ent_target = np.full(n_ent, -1, dtype=np.int64)
+    ent_target[linked] = g.out_targets[g.out_offsets[pid[ent_row[linked]]] + within[linked]]
+    order = np.lexsort((rng.random(n_ent), ent_row))
+    ent_num = np.empty(n_ent, dtype=np.int64)
+    ent_num[order] = within
+    return Entries(ent_row, ent_target, linked, ent_num, bib_start)
+
+
+def _markers(rng: np.random.Generator, ent: Entries, nq: int) -> Markers:
+    """Markers of the mentions of ``ent`` (every entry once, some twice) in random order.
+
+    Some consecutive pairs of mentions of different entries share one marker.
+    """
+    n_ent = ent.row.shape[0]
+    men = np.concatenate([np.arange(n_ent), np.flatnonzero(rng.random(n_ent) < REPEAT_RATE)])
+    men_row = ent.row[men]
+    order = np.lexsort((rng.random(men.shape[0]), men_row))
+    men, men_row = men[order], men_row[order]
+    count = np.bincount(men_row, minlength=nq)
+    pos = np.arange(men.shape[0]) - excl_cumsum(count)[men_row]
+    cand = np.flatnonzero((pos % 2 == 0) & (pos + 1 < count[men_row]))
+    cand = cand[(rng.random(cand.shape[0]) < PAIR_RATE) & (men[cand] != men[cand + 1])]
+    second = np.full(men.shape[0], -1, dtype=np.int64)
+    second[cand] = men[cand + 1]
+    keep = np.ones(men.shape[0], dtype=bool)
+    keep[cand + 1] = False
+    mk_e1, mk_e2, mk_row = men[keep], second[keep], men_row[keep]
+    swap = (mk_e2 >= 0) & (ent.num[np.maximum(mk_e2, 0)] < ent.num[mk_e1])
+    mk_e1[swap], mk_e2[swap] = mk_e2[swap], mk_e1[swap]
+    num1 = (ent.num[mk_e1] + 1).tolist()
+    num2 = np.where(mk_e2 >= 0, ent.num[np.maximum(mk_e2, 0)] + 1, 0).tolist()
+    return Markers(
+        row=mk_row,
+        t1=ent.target[mk_e1],
+        t2=np.where(mk_e2 >= 0, ent.target[np.maximum(mk_e2, 0)], -2),
+        num1=num1,
+        num2=num2,
+        text=[f" [{a}, {b}]" if b else f" [{a}]" for a, b in zip(num1, num2, strict=True)],
+    )
+
+
+def _layout(
+    rng: np.random.Generator, v: Vocabulary, n_base_tpl: int, nq: int, mk_row: np.ndarray
+) -> Layout:
+    """Body sentences of ``nq`` citing papers, cut into paragraphs and sections.
+
+    Filler sentences come from the abstract templates, and there is one citing sentence
+    per marker, biased to the start, where Introduction and Related Work are.
+    """
+    n_mk = mk_row.shape[0]
+    n_fill = rng.integers(*FILLER_SENTENCES, size=nq)
+    n_f = int(n_fill.sum())
+    pc_row = np.concatenate([np.repeat(np.arange(nq), n_fill), mk_row])
+    pc_tpl = np.concatenate(
+        [
+            v.n_title + rng.integers(v.n_sentence, size=n_f),
+            n_base_tpl + rng.integers(len(CITING_TEMPLATES), size=n_mk),
+        ]
+    )
+    pc_mk = np.concatenate([np.full(n_f, -1), np.arange(n_mk)])
+    key = rng.random(n_f + n_mk)
+    key[n_f:] **= 1.5
+    order = np.lexsort((key, pc_row))
+    pc_row, pc_tpl, pc_mk = pc_row[order], pc_tpl[order], pc_mk[order]
+    n_pc = pc_row.shape[0]
+    paper_first = np.concatenate([[True], pc_row[1:] != pc_row[:-1]])
+    new_par = (rng.random(n_pc) < NEW_PARAGRAPH_RATE) | paper_first
+    pc_par = np.cumsum(new_par) - 1
+    par_first_pc = np.flatnonzero(new_par)
+    n_par = par_first_pc.shape[0]
+    par_paper_first = paper_first[par_first_pc]
+    step = np.cumsum((rng.random(n_par) < NEW_SECTION_RATE) & ~par_paper_first)
+    first_idx = np.maximum.accumulate(np.where(par_paper_first, np.arange(n_par), 0))
+    return Layout(
+        row=pc_row,
+        tpl=pc_tpl,
+        marker=pc_mk,
+        par=pc_par,
+        par_first=par_first_pc,
+        par_row=pc_row[par_first_pc],
+        par_sec=np.minimum(step - step[first_idx], len(SECTIONS) - 1),
+    )
+
+
+def _pieces(
+    rng: np.random.Generator, v: Vocabulary, words: CitingVocabulary, lay: Layout, ent: Entries
+) -> Pieces:
+    """The template tokens of the body's sentences, then of made-up titles for the
+    unresolved references (title templates, filled with the citing paper's words)."""
+    unres = np.flatnonzero(~ent.linked)
+    n_u = unres.shape[0]
+    piece_tpl = np.concatenate([lay.tpl, rng.integers(v.n_title, size=n_u)])
+    piece_row = np.concatenate([lay.row, ent.row[unres]])
+    piece_mk = np.concatenate([lay.marker, np.full(n_u, -1)])
+    lens = words.tpl_len[piece_tpl]
+    piece_tok = excl_cumsum(lens)
+    tok_piece = np.repeat(np.arange(piece_tpl.shape[0]), lens)
+    tokens = words.templates[gather(words.tpl_start[piece_tpl], lens)].astype(np.int64)
+    n_pc = lay.row.shape[0]
+    return Pieces(
+        tokens=tokens,
+        row=piece_row[tok_piece],
+        start=piece_tok,
+        length=lens,
+        piece=tok_piece,
+        marker=piece_mk,
+        n_sentences=n_pc,
+        n_body=int(piece_tok[n_pc]) if n_u else tokens.shape[0],
+    )
+
+
+def _cited_words(
+    rng: np.random.Generator,
+    s: Structure,
+    v: Vocabulary,
+    titles: TitleIndex,
+    content_min: int,
+    target: np.ndarray,
+) -> np.ndarray:
+    """One word of each (linked) cited paper: of its title or of its subtopic."""
+    n = target.shape[0]
+    sub = s.subtopic[target].astype(np.int64)
+    word = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.4)
+    a = titles.off[target]
+    size = titles.off[target + 1] - a
+    tries = titles.tok[a[:, None] + (size[:, None] * rng.random((n, 3))).astype(np.int64)]
+    content = tries >= content_min
+    use = (rng.random(n) < CITED_TITLE_RATE) & content.any(axis=1)
+    word[use] = tries[use, content[use].argmax(axis=1)]
+    return word
+
+
+def _fill_slots(
+    rng: np.random.Generator,
+    s: Structure,
+    v: Vocabulary,
+    words: CitingVocabulary,
+    titles: TitleIndex,
+    cols: Columns,
+    mk: Markers,
+    pieces: Pieces,
+) -> None:
+    """Draw the words of ``pieces``' slots, in place; the {M} tokens stay."""
+    tokens = pieces.tokens
+    slot = np.flatnonzero((tokens < 0) & (tokens != TOK_M))
+    col = -1 - tokens[slot]
+    sr = pieces.row[slot]
+    is_k = col == _COL_K
+    col[is_k] = _K_COLS[np.searchsorted(_K_CUM, rng.random(int(is_k.sum())), side="right")]
+    is_c = col == COL_C
+    # {C}: a word of one of the marker's cited papers; of the citing paper's subtopic
+    # or topic when that reference is unresolved.
+    c_slot = slot[is_c]
+    c_mk = pieces.marker[pieces.piece[c_slot]]
+    t1, t2 = mk.t1[c_mk], mk.t2[c_mk]
+    target = np.where((t2 > -2) & (rng.random(c_slot.shape[0]) < 0.5), t2, t1)
+    col[is_c] = np.where(rng.random(c_slot.shape[0]) < 0.6, _COL_S, _COL_T)
+    u = rng.random(slot.shape[0])
+    word = cols.off[sr, col] + (cols.length[sr, col] * u ** _COL_POWER[col]).astype(np.int64)
+    resolved = target >= 0
+    c_word = word[is_c]
+    c_word[resolved] = _cited_words(rng, s, v, titles, words.content_min, target[resolved])
+    word[is_c] = c_word
+    tokens[slot] = word
+    dup = np.flatnonzero((word == tokens[np.maximum(slot - 1, 0)]) & (slot > 0))
+    tokens[slot[dup]] = v.topic_off[cols.top[sr[dup]]] + (word[dup] + 7) % TOPIC_WORDS
+
+
+def _years(rng: np.random.Generator, s: Structure, pid: np.ndarray, ent: Entries) -> list[int]:
+    """Year per entry: the cited paper's, or for an unresolved reference the citing
+    paper's less fewer than :data:`MAX_UNRESOLVED_AGE` years."""
+    return np.where(
+        ent.linked,
+        s.year[np.maximum(ent.target, 0)],
+        s.year[pid[ent.row]] - rng.integers(0, MAX_UNRESOLVED_AGE, size=ent.row.shape[0]),
+    ).tolist()
 
 
 class FullTextWriter:
@@ -134,104 +376,11 @@ class FullTextWriter:
         null_abstract_rate: float = NULL_ABSTRACT_RATE,
     ) -> None:
         self.s, self.g, self.vocab, self.seed = structure, graph, vocab, seed
-        self.null_abstract_rate = null_abstract_rate
-        self.pid_fmt = f"s2-%0{_id_width(structure.num_papers)}d"
-        # Words: the vocabulary, then the citing templates' own fixed words.
-        n_fixed = vocab.class_range[0][0]
-        index = {w: i for i, w in reversed(list(enumerate(vocab.words[:n_fixed].tolist())))}
-        extra: list[str] = []
-        parsed = []
-        for template in CITING_TEMPLATES:
-            tokens = []
-            for tok in template.split():
-                if tok in ("{C}", "{M}"):
-                    tokens.append(_TOK_C if tok == "{C}" else _TOK_M)
-                elif tok.startswith("{"):
-                    tokens.append(-1 - _SLOT_COLS[tok[1:-1]])
-                else:
-                    word = tok if tok in _PUNCTUATION else " " + tok
-                    if word not in index:
-                        index[word] = len(vocab.words) + len(extra)
-                        extra.append(word)
-                    tokens.append(index[word])
-            parsed.append(tokens)
-        self.words = np.concatenate([vocab.words, np.array(extra, dtype=object)])
-        self.word_len = np.array([len(w) for w in self.words.tolist()], dtype=np.int64)
-        self.content_min = int(vocab.field_off[0])  # field, topic, subtopic words
-        self.n_base_tpl = vocab.tpl_len.shape[0]
-        cite_len = np.array([len(t) for t in parsed], dtype=np.int64)
-        self.templates = np.concatenate(
-            [vocab.templates, np.array([t for p in parsed for t in p], dtype=np.int32)]
-        )
-        self.tpl_len = np.concatenate([vocab.tpl_len, cite_len])
-        self.tpl_start = np.concatenate(
-            [vocab.tpl_start, vocab.templates.shape[0] + _excl_cumsum(cite_len)]
-        )
-        self.index_seconds = 0.0
-        self._index_titles()
-
-    def _index_titles(self) -> None:
-        """Every title as vocabulary ids, and which papers have a real abstract.
-
-        Reproduces :class:`~citeval.synth.records.RecordWriter`'s first draws per block.
-        """
+        self.pid_fmt = f"s2-%0{id_width(structure.num_papers)}d"
+        self.words = citing_vocabulary(vocab, CITING_TEMPLATES)
         started = time.perf_counter()
-        s, v = self.s, self.vocab
-        toks, lens, ok = [], [], []
-        for block in range(-(-s.num_papers // TEXT_BLOCK)):
-            lo = block * TEXT_BLOCK
-            hi = min(s.num_papers, lo + TEXT_BLOCK)
-            rng = np.random.default_rng(np.random.SeedSequence([self.seed, 2, block]))
-            tokens = block_tokens(rng, v, s, lo, hi)
-            flags = rng.random((hi - lo, 13))
-            ok.append(flags[:, 2] >= self.null_abstract_rate + SHORT_ABSTRACT_RATE)
-            sep = np.flatnonzero(tokens == _SEP)  # after each title and each abstract
-            ends = sep[0::2]
-            starts = np.concatenate([[0], sep[1::2][:-1] + 1])
-            size = ends - starts
-            toks.append(tokens[_gather(starts, size)].astype(np.int32))
-            lens.append(size)
-        self.title_tok = np.concatenate(toks)
-        self.title_off = np.concatenate([[0], np.cumsum(np.concatenate(lens))]).astype(np.int64)
-        self.has_abstract = np.concatenate(ok)
+        self.titles = index_titles(structure, vocab, seed, null_abstract_rate)
         self.index_seconds = time.perf_counter() - started
-
-    def _columns(
-        self, rng: np.random.Generator, pid: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per citing paper and slot column: first word and count (as text.py's)."""
-        s, v = self.s, self.vocab
-        n = pid.shape[0]
-        sub = s.subtopic[pid].astype(np.int64)
-        top = s.topic[pid].astype(np.int64)
-        fld = s.field[pid].astype(np.int64)
-        fld2 = s.field2[pid].astype(np.int64)
-        fld2 = np.where(fld2 >= 0, fld2, fld)
-        off = np.empty((n, _N_COLS), dtype=np.int64)
-        length = np.ones((n, _N_COLS), dtype=np.int64)
-        off[:, _COL_S], length[:, _COL_S] = v.sub_off[sub], SUBTOPIC_WORDS
-        off[:, _COL_T], length[:, _COL_T] = v.topic_off[top], TOPIC_WORDS
-        off[:, _COL_F], length[:, _COL_F] = v.field_off[fld], v.field_len[fld]
-        off[:, _COL_X], length[:, _COL_X] = v.field_off[fld2], v.field_len[fld2]
-        off[:, _COL_FOCUS] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
-        off[:, _COL_FOCUS + 1] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
-        off[:, _COL_FOCUS + 2] = v.topic_off[top] + _zipf_index(rng, np.full(n, TOPIC_WORDS), 1.5)
-        for col, (start, size) in enumerate(v.class_range, start=_FIRST_CLASS_COL):
-            off[:, col], length[:, col] = start, size
-        return off, length, top
-
-    def _cited_words(self, rng: np.random.Generator, target: np.ndarray) -> np.ndarray:
-        """One word of each (linked) cited paper: of its title or of its subtopic."""
-        v, n = self.vocab, target.shape[0]
-        sub = self.s.subtopic[target].astype(np.int64)
-        word = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.4)
-        a = self.title_off[target]
-        size = self.title_off[target + 1] - a
-        tries = self.title_tok[a[:, None] + (size[:, None] * rng.random((n, 3))).astype(np.int64)]
-        content = tries >= self.content_min
-        use = (rng.random(n) < CITED_TITLE_RATE) & content.any(axis=1)
-        word[use] = tries[use, content[use].argmax(axis=1)]
-        return word
 
     def lines(self, block: int) -> tuple[np.ndarray, list[str]]:
         """Paper indices and JSON lines of the full-text records of text block ``block``.
@@ -239,11 +388,11 @@ class FullTextWriter:
         Every draw is made for the whole block in a fixed order, so a record depends only
         on ``(seed, block)`` and never on how papers are split into shards.
         """
-        s, g, v = self.s, self.g, self.vocab
+        s, v, words = self.s, self.vocab, self.words
         lo = block * TEXT_BLOCK
         hi = min(s.num_papers, lo + TEXT_BLOCK)
-        deg = np.diff(g.out_offsets[lo : hi + 1])
-        rows = np.flatnonzero(self.has_abstract[lo:hi] & (deg > 0))
+        deg = np.diff(self.g.out_offsets[lo : hi + 1])
+        rows = np.flatnonzero(self.titles.has_abstract[lo:hi] & (deg > 0))
         pid = lo + rows
         nq = pid.shape[0]
         if nq == 0:
@@ -252,197 +401,21 @@ class FullTextWriter:
             np.random.default_rng(np.random.SeedSequence([self.seed, 2, block])), v, s, lo, hi
         )
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, STREAM, block]))
-        off, length, top = self._columns(rng, pid)
+        # The stages' order is the order of the draws: changing it changes the corpus.
+        cols = _columns(rng, s, v, pid)
+        ent = _entries(rng, self.g, pid, deg[rows])
+        mk = _markers(rng, ent, nq)
+        lay = _layout(rng, v, words.n_base_tpl, nq, mk.row)
+        pieces = _pieces(rng, v, words, lay, ent)
+        _fill_slots(rng, s, v, words, self.titles, cols, mk, pieces)
+        years = _years(rng, s, pid, ent)
 
-        # Bib entries: the graph's citations, then unresolved ones, numbered at random.
-        k = deg[rows]
-        nbib = k + rng.poisson(UNRESOLVED_RATE * k)
-        bib_start = _excl_cumsum(nbib)
-        n_ent = int(nbib.sum())
-        ent_row = np.repeat(np.arange(nq), nbib)
-        within = np.arange(n_ent) - bib_start[ent_row]
-        linked = within < k[ent_row]
-        ent_target = np.full(n_ent, -1, dtype=np.int64)
-        ent_target[linked] = g.out_targets[g.out_offsets[pid[ent_row[linked]]] + within[linked]]
-        order = np.lexsort((rng.random(n_ent), ent_row))
-        ent_num = np.empty(n_ent, dtype=np.int64)
-        ent_num[order] = within
-
-        # Mentions (every entry once, some twice) in random order; some consecutive pairs
-        # of mentions of different entries share one marker.
-        men = np.concatenate([np.arange(n_ent), np.flatnonzero(rng.random(n_ent) < REPEAT_RATE)])
-        men_row = ent_row[men]
-        order = np.lexsort((rng.random(men.shape[0]), men_row))
-        men, men_row = men[order], men_row[order]
-        count = np.bincount(men_row, minlength=nq)
-        pos = np.arange(men.shape[0]) - _excl_cumsum(count)[men_row]
-        cand = np.flatnonzero((pos % 2 == 0) & (pos + 1 < count[men_row]))
-        cand = cand[(rng.random(cand.shape[0]) < PAIR_RATE) & (men[cand] != men[cand + 1])]
-        second = np.full(men.shape[0], -1, dtype=np.int64)
-        second[cand] = men[cand + 1]
-        keep = np.ones(men.shape[0], dtype=bool)
-        keep[cand + 1] = False
-        mk_e1, mk_e2, mk_row = men[keep], second[keep], men_row[keep]
-        swap = (mk_e2 >= 0) & (ent_num[np.maximum(mk_e2, 0)] < ent_num[mk_e1])
-        mk_e1[swap], mk_e2[swap] = mk_e2[swap], mk_e1[swap]
-        n_mk = mk_e1.shape[0]
-        num1 = (ent_num[mk_e1] + 1).tolist()
-        num2 = np.where(mk_e2 >= 0, ent_num[np.maximum(mk_e2, 0)] + 1, 0).tolist()
-        mk_text = [f" [{a}, {b}]" if b else f" [{a}]" for a, b in zip(num1, num2, strict=True)]
-        mk_t1 = ent_target[mk_e1]
-        mk_t2 = np.where(mk_e2 >= 0, ent_target[np.maximum(mk_e2, 0)], -2)
-
-        # Body sentences: filler from the abstract templates, one citing sentence per
-        # marker (biased to the start, where Introduction and Related Work are).
-        n_fill = rng.integers(*FILLER_SENTENCES, size=nq)
-        n_f = int(n_fill.sum())
-        pc_row = np.concatenate([np.repeat(np.arange(nq), n_fill), mk_row])
-        pc_tpl = np.concatenate(
-            [
-                v.n_title + rng.integers(v.n_sentence, size=n_f),
-                self.n_base_tpl + rng.integers(len(CITING_TEMPLATES), size=n_mk),
-            ]
+        spelled = render.spell(words, pieces, mk)
+        paras = render.paragraphs(spelled, pieces, lay, mk, SECTIONS)
+        bib = render.bib_entries(words, self.titles, spelled, pieces, ent, years, self.pid_fmt)
+        return pid, render.records(
+            self.pid_fmt, self.seed, pid, rows, abstracts, paras, lay.par_row, bib, ent.start
         )
-        pc_mk = np.concatenate([np.full(n_f, -1), np.arange(n_mk)])
-        key = rng.random(n_f + n_mk)
-        key[n_f:] **= 1.5
-        order = np.lexsort((key, pc_row))
-        pc_row, pc_tpl, pc_mk = pc_row[order], pc_tpl[order], pc_mk[order]
-        n_pc = pc_row.shape[0]
-        paper_first = np.concatenate([[True], pc_row[1:] != pc_row[:-1]])
-        new_par = (rng.random(n_pc) < NEW_PARAGRAPH_RATE) | paper_first
-        pc_par = np.cumsum(new_par) - 1
-        par_first_pc = np.flatnonzero(new_par)
-        n_par = par_first_pc.shape[0]
-        par_row = pc_row[par_first_pc]
-        par_paper_first = paper_first[par_first_pc]
-        step = np.cumsum((rng.random(n_par) < NEW_SECTION_RATE) & ~par_paper_first)
-        first_idx = np.maximum.accumulate(np.where(par_paper_first, np.arange(n_par), 0))
-        par_sec = np.minimum(step - step[first_idx], len(SECTIONS) - 1)
-
-        # Unresolved references get made-up titles in the citing paper's words.
-        unres = np.flatnonzero(~linked)
-        n_u = unres.shape[0]
-        piece_tpl = np.concatenate([pc_tpl, rng.integers(v.n_title, size=n_u)])
-        piece_row = np.concatenate([pc_row, ent_row[unres]])
-        piece_mk = np.concatenate([pc_mk, np.full(n_u, -1)])
-
-        # Tokens of every piece, then their slots.
-        lens = self.tpl_len[piece_tpl]
-        piece_tok = _excl_cumsum(lens)
-        tok_piece = np.repeat(np.arange(piece_tpl.shape[0]), lens)
-        tokens = self.templates[_gather(self.tpl_start[piece_tpl], lens)].astype(np.int64)
-        tok_row = piece_row[tok_piece]
-        slot = np.flatnonzero((tokens < 0) & (tokens != _TOK_M))
-        col = -1 - tokens[slot]
-        sr = tok_row[slot]
-        is_k = col == _COL_K
-        col[is_k] = _K_COLS[np.searchsorted(_K_CUM, rng.random(int(is_k.sum())), side="right")]
-        is_c = col == _COL_C
-        # {C}: a word of one of the marker's cited papers; of the citing paper's subtopic
-        # or topic when that reference is unresolved.
-        c_slot = slot[is_c]
-        c_mk = piece_mk[tok_piece[c_slot]]
-        t1, t2 = mk_t1[c_mk], mk_t2[c_mk]
-        target = np.where((t2 > -2) & (rng.random(c_slot.shape[0]) < 0.5), t2, t1)
-        col[is_c] = np.where(rng.random(c_slot.shape[0]) < 0.6, _COL_S, _COL_T)
-        u = rng.random(slot.shape[0])
-        word = off[sr, col] + (length[sr, col] * u ** _COL_POWER[col]).astype(np.int64)
-        resolved = target >= 0
-        c_word = word[is_c]
-        c_word[resolved] = self._cited_words(rng, target[resolved])
-        word[is_c] = c_word
-        tokens[slot] = word
-        dup = np.flatnonzero((word == tokens[np.maximum(slot - 1, 0)]) & (slot > 0))
-        tokens[slot[dup]] = v.topic_off[top[sr[dup]]] + (word[dup] + 7) % TOPIC_WORDS
-
-        # Strings and their lengths; markers are the {M} tokens, one per citing piece.
-        m_pos = np.flatnonzero(tokens == _TOK_M)
-        m_idx = piece_mk[tok_piece[m_pos]]
-        tokens[m_pos] = 0
-        strs = self.words[tokens]
-        strs[m_pos] = np.array(mk_text, dtype=object)[m_idx]
-        char_len = self.word_len[tokens]
-        char_len[m_pos] = np.array([len(t) for t in mk_text], dtype=np.int64)[m_idx]
-        n_body = int(piece_tok[n_pc]) if n_u else tokens.shape[0]
-        body = "".join(strs[:n_body].tolist())
-        tok_start = _excl_cumsum(char_len[:n_body])
-        par_cs = tok_start[piece_tok[par_first_pc]]
-        par_ce = np.append(par_cs[1:], len(body))
-        m_par = pc_par[tok_piece[m_pos]]
-        m_at = (tok_start[m_pos] - par_cs[m_par]).tolist()
-        par_mk = np.searchsorted(m_par, np.arange(n_par + 1)).tolist()
-        spans = []
-        for at, i in zip(m_at, m_idx.tolist(), strict=True):
-            a, b, text = num1[i], num2[i], mk_text[i]
-            if b:
-                mid = at + len(str(a)) + 1
-                spans.append(_SPAN2 % (at, mid, a, a - 1, mid + 2, at + len(text) - 1, b, b - 1))
-            else:
-                spans.append(_SPAN % (at, at + len(text) - 1, a, a - 1))
-        section_j = [f'"{name}"' for name in SECTIONS]
-        paras = [
-            _PARA
-            % (
-                section_j[sec],
-                body[cs + 1 : ce],
-                "[" + ", ".join(spans[par_mk[p] : par_mk[p + 1]]) + "]",
-            )
-            for p, (sec, cs, ce) in enumerate(
-                zip(par_sec.tolist(), par_cs.tolist(), par_ce.tolist(), strict=True)
-            )
-        ]
-
-        # Bib titles: the cited papers' own titles, or the made-up ones.
-        titles = np.empty(n_ent, dtype=object)
-        lt = ent_target[linked]
-        t_lens = self.title_off[lt + 1] - self.title_off[lt]
-        t_tok = self.title_tok[_gather(self.title_off[lt], t_lens)]
-        titles[linked] = self._join(self.words[t_tok], self.word_len[t_tok], t_lens)
-        if n_u:
-            u_lens = lens[n_pc:]
-            titles[unres] = self._join(strs[n_body:], char_len[n_body:], u_lens)
-        year = np.where(
-            linked,
-            s.year[np.maximum(ent_target, 0)],
-            s.year[pid[ent_row]] - rng.integers(0, MAX_UNRESOLVED_AGE, size=n_ent),
-        ).tolist()
-        order = np.lexsort((ent_num, ent_row))
-        links = ["null" if t < 0 else '"' + self.pid_fmt % t + '"' for t in ent_target.tolist()]
-        title_l = titles.tolist()
-        bib = [
-            _BIB % (n, n, title_l[e], year[e], links[e])
-            for e, n in zip(order.tolist(), ent_num[order].tolist(), strict=True)
-        ]
-
-        # Records.
-        par_bounds = np.searchsorted(par_row, np.arange(nq + 1)).tolist()
-        bib_bounds = np.append(bib_start, n_ent).tolist()
-        out = []
-        for j, (p, r) in enumerate(zip(pid.tolist(), rows.tolist(), strict=True)):
-            paper = self.pid_fmt % p
-            pdf_hash = hashlib.sha1(f"{self.seed}/{paper}".encode()).hexdigest()
-            out.append(
-                _RECORD
-                % (
-                    paper,
-                    pdf_hash,
-                    abstracts[r],
-                    ", ".join(paras[par_bounds[j] : par_bounds[j + 1]]),
-                    ", ".join(bib[bib_bounds[j] : bib_bounds[j + 1]]),
-                )
-            )
-        return pid, out
-
-    @staticmethod
-    def _join(strs: np.ndarray, char_len: np.ndarray, lens: np.ndarray) -> list[str]:
-        """Titles from concatenated word strings (``lens`` words each), capitalised."""
-        text = "".join(strs.tolist())
-        cut = np.concatenate([[0], np.cumsum(char_len)])[np.concatenate([[0], np.cumsum(lens)])]
-        return [
-            text[a + 1 : a + 2].upper() + text[a + 2 : b]
-            for a, b in zip(cut[:-1].tolist(), cut[1:].tolist(), strict=True)
-        ]
 
     def block(self, block: int) -> list[dict[str, Any]]:
         """Records of text block ``block``, parsed back into dicts (for tests)."""
