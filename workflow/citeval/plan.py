@@ -11,8 +11,6 @@ held out of encoder training, and the final outputs. Paths come from
 
 from __future__ import annotations
 
-import glob
-import os
 import re
 import shlex
 from collections.abc import Iterable
@@ -29,6 +27,9 @@ from citeval.collection_list import (
     tuning_collections,
 )
 from citeval.config import Config
+from citeval.inputs import expand_patterns as _expand_patterns
+from citeval.inputs import input_shards
+from citeval.inputs import staging_name as _shard_name
 from citeval.jobs import BM25_CHAIN, DENSE_CHAIN, Jobs
 from citeval.layout import LOCAL_COLLECTION, Layout, oracle_run, reranked_label, reranked_run
 from citeval.settings import StageSettings
@@ -46,50 +47,6 @@ def shell_words(words: Iterable[Any]) -> str:
 def alternatives(names: Iterable[str]) -> str:
     """A pattern matching exactly ``names`` (none: a pattern that matches nothing)."""
     return "|".join(re.escape(name) for name in names) or "(?!)"
-
-
-def _shard_name(path: str, prefix: str = "") -> str:
-    name = os.path.basename(path)
-    for suffix in (".gz", ".jsonl", ".json", ".parquet"):
-        name = name.removesuffix(suffix)
-    return prefix + re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-
-
-def _expand_patterns(patterns: Iterable[str]) -> list[str]:
-    paths = []
-    for pattern in patterns:
-        matches = sorted(glob.glob(pattern))
-        if not matches and not glob.has_magic(pattern):
-            matches = [pattern]  # let Snakemake report a missing file by name
-        paths.extend(matches)
-    return paths
-
-
-def input_shards(config: Config) -> dict[str, tuple[str, str]]:
-    """Staging shard name -> (ingest format, input path)."""
-    corpus = config.corpus
-    if corpus.synthetic is not None:
-        assert isinstance(corpus.paths, list)
-        pattern = corpus.paths[0]
-        return {
-            f"{index:05d}": ("s2orc_v2020", pattern.format(shard=f"{index:05d}"))
-            for index in range(corpus.synthetic.num_shards)
-        }
-    if not isinstance(corpus.paths, list):
-        if corpus.format != "s2ag":
-            raise ValueError("corpus.paths: a mapping of kinds is for format s2ag only")
-        shards = {}
-        for kind in ("papers", "abstracts", "citations"):
-            for path in _expand_patterns(getattr(corpus.paths, kind)):
-                shards[_shard_name(path, f"{kind}-")] = (f"s2ag-{kind}", path)
-        return shards
-    shards: dict[str, tuple[str, str]] = {}
-    for path in _expand_patterns(corpus.paths):
-        name = _shard_name(path)
-        if name in shards:
-            raise ValueError(f"two corpus inputs map to the same shard name {name!r}: {path}")
-        shards[name] = (corpus.format, path)
-    return shards
 
 
 @dataclass(frozen=True)
