@@ -405,6 +405,21 @@ def _schema_node(path: str) -> Mapping[str, Any]:
     return node
 
 
+def schema_node(path: str) -> dict[str, Any]:
+    """A copy of the schema of a dotted key (``models.*`` for a registry entry)."""
+    return copy.deepcopy(dict(_schema_node(path)))
+
+
+def entry_with_defaults(path: str, value: Any) -> tuple[Any, list[jsonschema.ValidationError]]:
+    """One value checked on its own against the schema of the dotted key ``path``: the
+    value with that schema's defaults filled in, and its validation errors (paths relative
+    to the value). For an entry that reaches a stage outside a config, such as a
+    ``--model-json`` registry entry."""
+    node = _schema_node(path)
+    filled = fill_defaults(copy.deepcopy(value), node)
+    return filled, list(jsonschema.Draft202012Validator(node).iter_errors(filled))
+
+
 def schema_default(path: str) -> Any:
     """The schema's default of a dotted key (``models.*.batch_size`` for a registry entry).
 
