@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from citeval.synth.citations import CitationGraph
-from citeval.synth.records import _id_width
+from citeval.synth.records import id_width
 from citeval.synth.shape import (
     NULL_ABSTRACT_RATE,
     SHORT_ABSTRACT_RATE,
@@ -34,23 +34,23 @@ from citeval.synth.shape import (
 )
 from citeval.synth.structure import Structure
 from citeval.synth.text import (
-    _COL_F,
-    _COL_FOCUS,
-    _COL_K,
-    _COL_POWER,
-    _COL_S,
-    _COL_T,
-    _COL_X,
-    _FIRST_CLASS_COL,
-    _K_COLS,
-    _K_CUM,
-    _PUNCTUATION,
-    _SEP,
-    _SLOT_COLS,
+    COL_F,
+    COL_FOCUS,
+    COL_K,
+    COL_POWER,
+    COL_S,
+    COL_T,
+    COL_X,
+    FIRST_CLASS_COL,
+    K_COLS,
+    K_CUM,
+    PUNCTUATION,
+    SEP,
+    SLOT_COLS,
     Vocabulary,
-    _zipf_index,
     block_text,
     block_tokens,
+    zipf_index,
 )
 
 #: Seed-sequence stream of the full text (0 structure, 1 citations, 2 records, 3 words).
@@ -88,7 +88,7 @@ CITING_TEMPLATES: tuple[str, ...] = (
     "Related {Gp} on {C} {K} {C} are {Vp} in {M} , which {Vs} {A} {C} {Gp} .",
     "It has been {Vd} that {C} {Vs} {C} {C} in {X} {K} . {M}",
 )
-_N_COLS = _COL_K + 1
+_N_COLS = COL_K + 1
 _COL_C, _COL_M = _N_COLS, _N_COLS + 1
 _TOK_C, _TOK_M = -1 - _COL_C, -1 - _COL_M
 
@@ -135,7 +135,7 @@ class FullTextWriter:
     ) -> None:
         self.s, self.g, self.vocab, self.seed = structure, graph, vocab, seed
         self.null_abstract_rate = null_abstract_rate
-        self.pid_fmt = f"s2-%0{_id_width(structure.num_papers)}d"
+        self.pid_fmt = f"s2-%0{id_width(structure.num_papers)}d"
         # Words: the vocabulary, then the citing templates' own fixed words.
         n_fixed = vocab.class_range[0][0]
         index = {w: i for i, w in reversed(list(enumerate(vocab.words[:n_fixed].tolist())))}
@@ -147,9 +147,9 @@ class FullTextWriter:
                 if tok in ("{C}", "{M}"):
                     tokens.append(_TOK_C if tok == "{C}" else _TOK_M)
                 elif tok.startswith("{"):
-                    tokens.append(-1 - _SLOT_COLS[tok[1:-1]])
+                    tokens.append(-1 - SLOT_COLS[tok[1:-1]])
                 else:
-                    word = tok if tok in _PUNCTUATION else " " + tok
+                    word = tok if tok in PUNCTUATION else " " + tok
                     if word not in index:
                         index[word] = len(vocab.words) + len(extra)
                         extra.append(word)
@@ -185,7 +185,7 @@ class FullTextWriter:
             tokens = block_tokens(rng, v, s, lo, hi)
             flags = rng.random((hi - lo, 13))
             ok.append(flags[:, 2] >= self.null_abstract_rate + SHORT_ABSTRACT_RATE)
-            sep = np.flatnonzero(tokens == _SEP)  # after each title and each abstract
+            sep = np.flatnonzero(tokens == SEP)  # after each title and each abstract
             ends = sep[0::2]
             starts = np.concatenate([[0], sep[1::2][:-1] + 1])
             size = ends - starts
@@ -209,14 +209,14 @@ class FullTextWriter:
         fld2 = np.where(fld2 >= 0, fld2, fld)
         off = np.empty((n, _N_COLS), dtype=np.int64)
         length = np.ones((n, _N_COLS), dtype=np.int64)
-        off[:, _COL_S], length[:, _COL_S] = v.sub_off[sub], SUBTOPIC_WORDS
-        off[:, _COL_T], length[:, _COL_T] = v.topic_off[top], TOPIC_WORDS
-        off[:, _COL_F], length[:, _COL_F] = v.field_off[fld], v.field_len[fld]
-        off[:, _COL_X], length[:, _COL_X] = v.field_off[fld2], v.field_len[fld2]
-        off[:, _COL_FOCUS] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
-        off[:, _COL_FOCUS + 1] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
-        off[:, _COL_FOCUS + 2] = v.topic_off[top] + _zipf_index(rng, np.full(n, TOPIC_WORDS), 1.5)
-        for col, (start, size) in enumerate(v.class_range, start=_FIRST_CLASS_COL):
+        off[:, COL_S], length[:, COL_S] = v.sub_off[sub], SUBTOPIC_WORDS
+        off[:, COL_T], length[:, COL_T] = v.topic_off[top], TOPIC_WORDS
+        off[:, COL_F], length[:, COL_F] = v.field_off[fld], v.field_len[fld]
+        off[:, COL_X], length[:, COL_X] = v.field_off[fld2], v.field_len[fld2]
+        off[:, COL_FOCUS] = v.sub_off[sub] + zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
+        off[:, COL_FOCUS + 1] = v.sub_off[sub] + zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
+        off[:, COL_FOCUS + 2] = v.topic_off[top] + zipf_index(rng, np.full(n, TOPIC_WORDS), 1.5)
+        for col, (start, size) in enumerate(v.class_range, start=FIRST_CLASS_COL):
             off[:, col], length[:, col] = start, size
         return off, length, top
 
@@ -224,7 +224,7 @@ class FullTextWriter:
         """One word of each (linked) cited paper: of its title or of its subtopic."""
         v, n = self.vocab, target.shape[0]
         sub = self.s.subtopic[target].astype(np.int64)
-        word = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.4)
+        word = v.sub_off[sub] + zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.4)
         a = self.title_off[target]
         size = self.title_off[target + 1] - a
         tries = self.title_tok[a[:, None] + (size[:, None] * rng.random((n, 3))).astype(np.int64)]
@@ -336,8 +336,8 @@ class FullTextWriter:
         slot = np.flatnonzero((tokens < 0) & (tokens != _TOK_M))
         col = -1 - tokens[slot]
         sr = tok_row[slot]
-        is_k = col == _COL_K
-        col[is_k] = _K_COLS[np.searchsorted(_K_CUM, rng.random(int(is_k.sum())), side="right")]
+        is_k = col == COL_K
+        col[is_k] = K_COLS[np.searchsorted(K_CUM, rng.random(int(is_k.sum())), side="right")]
         is_c = col == _COL_C
         # {C}: a word of one of the marker's cited papers; of the citing paper's subtopic
         # or topic when that reference is unresolved.
@@ -345,9 +345,9 @@ class FullTextWriter:
         c_mk = piece_mk[tok_piece[c_slot]]
         t1, t2 = mk_t1[c_mk], mk_t2[c_mk]
         target = np.where((t2 > -2) & (rng.random(c_slot.shape[0]) < 0.5), t2, t1)
-        col[is_c] = np.where(rng.random(c_slot.shape[0]) < 0.6, _COL_S, _COL_T)
+        col[is_c] = np.where(rng.random(c_slot.shape[0]) < 0.6, COL_S, COL_T)
         u = rng.random(slot.shape[0])
-        word = off[sr, col] + (length[sr, col] * u ** _COL_POWER[col]).astype(np.int64)
+        word = off[sr, col] + (length[sr, col] * u ** COL_POWER[col]).astype(np.int64)
         resolved = target >= 0
         c_word = word[is_c]
         c_word[resolved] = self._cited_words(rng, target[resolved])

@@ -57,7 +57,8 @@ def paper_id(index: int, width: int) -> str:
     return f"s2-{index:0{width}d}"
 
 
-def _id_width(num_papers: int) -> int:
+def id_width(num_papers: int) -> int:
+    """Digits of the number in a paper id of a corpus of ``num_papers`` (at least 8)."""
     return max(8, len(str(max(0, num_papers - 1))))
 
 
@@ -133,7 +134,7 @@ class RecordWriter:
         self.g = graph
         self.vocab = vocab
         self.seed = seed
-        self.width = _id_width(structure.num_papers)
+        self.width = id_width(structure.num_papers)
         self.journals = [[_quoted(j) for j in names] for names in _journals()]
         self.venues = [[_quoted(v) for v in names] for names in _venues()]
         # First names in full, then as initials; middle names: none, then "A." .. "Z.".
