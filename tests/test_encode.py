@@ -38,7 +38,7 @@ from citeval.models import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-MEMORY_LIMIT = schema_default("ingest.memory_limit")
+MEMORY_LIMIT = schema_default("jobs.memory_limit")
 TITLES = [
     "Citation recommendation with transformer encoders",
     "A graph model of protein expression",

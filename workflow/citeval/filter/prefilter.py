@@ -8,9 +8,9 @@ from pathlib import Path
 
 import duckdb
 
-from citeval.cli import duckdb_memory_setting
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet_stream
+from citeval.memory import duckdb_memory_setting
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,8 @@ The modules, one job each:
 - ``parse_json``, ``parse_parquet``: staging each format; ``parse``: one file's step;
 - ``schemas``, ``parts``, ``staging``: the tables, their part files, a staging directory;
 - ``merge``: the merge step and its DuckDB session; ``edges`` and ``papers``: writing
-  the two corpus tables; ``ranges`` and ``memory``: fitting them in ``--memory-limit``;
+  the two corpus tables; ``ranges`` and ``footprint``: fitting them in ``--memory-limit``
+  (whose budgets are :mod:`citeval.memory`'s);
 - ``report``: the per-shard and corpus reports;
 - ``cli``: the command line (``python -m citeval.ingest``).
 """

@@ -1,7 +1,7 @@
 """``merge``: turn the staging directories of every input file into the ``corpus/`` tables.
 
 DuckDB works out of core over the staged parquet, within the ``--memory-limit`` budget
-(``citeval.ingest.memory``):
+(``citeval.memory``, ``citeval.ingest.footprint``):
 
 - a repeated ``paper_id`` fails naming both ``file:line`` locations, or with
   ``keep_first`` the first record by (shard order, line) is kept and the rest are counted
@@ -34,11 +34,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from citeval import cli
-from citeval.cli import memory_bytes
+from citeval import memory
 from citeval.errors import ConfigError, InputDataError, ResourceError
 from citeval.ingest.edges import resolve_edges, write_citations
-from citeval.ingest.memory import (
+from citeval.ingest.footprint import (
     merge_memory_bytes,
     out_of_memory_message,
     suggested_memory_limit,
@@ -83,7 +82,7 @@ class Merger:
                 "preserve_insertion_order": False,
             }
         )
-        self.memory_bytes = self.limit_duckdb(cli.duckdb_memory_bytes(memory_limit))
+        self.memory_bytes = self.limit_duckdb(memory.duckdb_memory_bytes(memory_limit))
         self.con.execute("SET enable_progress_bar = false")
         self.counts: dict[str, int] = {}
         self.examples: dict[str, list[Any]] = {}
@@ -109,8 +108,8 @@ class Merger:
         return self.con.execute(query).fetchall()[0][0]
 
     def limit_duckdb(self, memory_bytes: int) -> int:
-        """Set DuckDB's memory limit (at least ``cli.DUCKDB_MIN_MEMORY``); return it."""
-        memory_bytes = max(cli.DUCKDB_MIN_MEMORY, memory_bytes)
+        """Set DuckDB's memory limit (at least ``memory.DUCKDB_MIN_MEMORY``); return it."""
+        memory_bytes = max(memory.DUCKDB_MIN_MEMORY, memory_bytes)
         self.con.execute(f"SET memory_limit = '{memory_bytes // 2**20}MiB'")
         return memory_bytes
 
@@ -208,10 +207,10 @@ class Merger:
         )
         self.n_papers = self.scalar("SELECT count(*) FROM ids")
         needed = merge_memory_bytes(self.n_papers)
-        if needed > memory_bytes(self.memory_limit):
+        if needed > memory.memory_bytes(self.memory_limit):
             log.warning(
                 "merge: %d papers need about %.2f GB whatever the limit, so the merge will "
-                "exceed --memory-limit %s (or stop); set ingest.memory_limit to about %gGB",
+                "exceed --memory-limit %s (or stop); set jobs.memory_limit to about %gGB",
                 self.n_papers,
                 needed / 1e9,
                 self.memory_limit,

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from citeval import cli
+from citeval import memory
 from citeval.ingest.parts import PartWriter, write_table
 from citeval.ingest.ranges import pid_ranges, range_index, runs_by_range
 from citeval.ingest.schemas import CORPUS_PARQUET_OPTIONS, PAPERS_ROW_GROUP, PAPERS_SCHEMA
@@ -118,7 +118,7 @@ def write_papers(merger: Merger, directory: Path, rows_per_part: int) -> PartWri
     table_bytes = staged_papers_bytes(merger)
     # What the writer holds comes out of DuckDB's budget.
     writer_bytes = WRITER_ROW_GROUPS * PAPERS_ROW_GROUP * table_bytes // max(1, merger.n_papers)
-    budget = max(cli.DUCKDB_MIN_MEMORY, merger.memory_bytes - writer_bytes)
+    budget = max(memory.DUCKDB_MIN_MEMORY, merger.memory_bytes - writer_bytes)
     ranges = pid_ranges(merger.n_papers, table_bytes, budget)
     partitioned = None
     if len(ranges) > MAX_RANGES:  # before the writer starts: with all of the budget
