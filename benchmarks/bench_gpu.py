@@ -322,7 +322,7 @@ def bench_train(
             device,
             lambda triplets=triplets, count=count: train_encoder(
                 triplets, papers_dir, spec, settings, workdir / f"fit-{count}",
-                device=device.type, memory_limit=schema_default("ingest.memory_limit"),
+                device=device.type, memory_limit=schema_default("jobs.memory_limit"),
                 logging_steps=10_000, save_steps=10_000,
             ),
         )  # fmt: skip

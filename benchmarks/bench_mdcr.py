@@ -228,7 +228,7 @@ def synthetic_runs(args: argparse.Namespace, work: Path) -> dict:
     import numpy as np
 
     from citeval.collection_list import collection_name
-    from citeval.sample import seeded_rng
+    from citeval.draws import seeded_rng
     from citeval.trec import write_run
 
     test = work / "samples" / "field-test"

@@ -59,7 +59,6 @@ def overlay(name: str, corpus: list[str], scale: float, threads: int) -> dict:
     return {
         "dataset": name,
         "corpus": {"format": "s2orc_v2020", "paths": corpus, "synthetic": None},
-        "ingest": {"memory_limit": "4GB"},
         "sampling": {
             "on_too_small": "cap",
             "dataset_level": {
@@ -75,7 +74,7 @@ def overlay(name: str, corpus: list[str], scale: float, threads: int) -> dict:
             },
             "validation": {"num_queries": 1000, "queries_per_field": 50},
         },
-        "jobs": {"threads": threads},
+        "jobs": {"threads": threads, "memory_limit": "4GB"},
         "encode": {"models": []},
         "fusion": [],
         "rerank": {"enabled": False},

@@ -116,3 +116,19 @@ def test_schema_lives_in_the_package_and_config_links_to_it():
     from pathlib import Path
 
     assert Path("config/schema.yaml").resolve() == SCHEMA_PATH.resolve()
+
+
+def test_the_old_memory_limit_key_names_its_new_one():
+    """ingest.memory_limit budgets every DuckDB job, so it moved to jobs.memory_limit. The
+    schema still lets the old key through, so that this message is what a user sees
+    rather than a schema validation error."""
+    raw = {**copy.deepcopy(MINIMAL), "ingest": {"memory_limit": "4GB"}}
+    with pytest.raises(
+        ConfigError,
+        match=r"^ingest\.memory_limit: renamed jobs\.memory_limit .*; "
+        r"set jobs\.memory_limit: 4GB instead$",
+    ):
+        load_config(raw)
+    moved = {**copy.deepcopy(MINIMAL), "jobs": {"memory_limit": "4GB"}}
+    assert load_config(moved).jobs.memory_limit == "4GB"
+    assert load_config(MINIMAL).jobs.memory_limit == schema_default("jobs.memory_limit") == "2GB"

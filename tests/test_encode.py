@@ -38,7 +38,7 @@ from citeval.models import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-MEMORY_LIMIT = schema_default("ingest.memory_limit")
+MEMORY_LIMIT = schema_default("jobs.memory_limit")
 TITLES = [
     "Citation recommendation with transformer encoders",
     "A graph model of protein expression",
@@ -507,7 +507,9 @@ def test_stale_checkpoints_are_discarded(tmp_path: Path, tiny_bert_dir: Path) ->
     assert np.abs(np.load(output)[:4]).sum() > 0
 
 
-def test_cli_writes_float16_shard_and_ids(tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_cli_writes_float16_shard_and_ids(
+    tmp_path: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     papers = make_papers(11)
     papers_dir, ids_file = write_papers(tmp_path, papers)
     output = tmp_path / "embeddings" / "tiny" / "shard-00001.npy"
@@ -539,8 +541,12 @@ def test_cli_writes_float16_shard_and_ids(tmp_path: Path, tiny_bert_dir: Path) -
     assert ids == [p["paper_id"] for p in papers][5:]
     np.testing.assert_allclose(np.linalg.norm(vectors.astype(np.float32), axis=1), 1.0, atol=2e-3)
 
+    # --config loads a whole config, as the pipeline does.
     config = tmp_path / "config.yaml"
-    config.write_text(f"models:\n  tiny: {json.dumps(entry)}\n")
+    config.write_text(
+        "dataset: d\nseed: 1\ncorpus: {format: parquet, paths: [p.parquet]}\n"
+        f"models:\n  tiny: {json.dumps(entry)}\n"
+    )
     other = tmp_path / "from-config" / "shard-00001.npy"
     argv_config = [*argv]
     argv_config[argv.index("--model-json") : argv.index("--model-json") + 2] = [
@@ -551,6 +557,10 @@ def test_cli_writes_float16_shard_and_ids(tmp_path: Path, tiny_bert_dir: Path) -
     assert main(argv_config) == 0
     np.testing.assert_array_equal(np.load(other), vectors)
     assert main([*argv_config[:1], "unknown", *argv_config[2:]]) == 2
+    # A bad entry is the config's error, with its key.
+    config.write_text(config.read_text().replace('"mean"', '"max"'))
+    assert main(argv_config) == 2
+    assert "models.tiny.pooling" in capsys.readouterr().err
 
 
 def test_empty_shard_writes_empty_outputs(tmp_path: Path, tiny_bert_dir: Path) -> None:

@@ -13,10 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from citeval import cli, ingest
+from citeval import ingest
+from citeval import memory as budgets
 from citeval.config import load_config
 from citeval.errors import InputDataError
-from citeval.ingest import decode, formats, memory, merge_staging, parse_shard
+from citeval.ingest import decode, footprint, formats, merge_staging, parse_shard
 from citeval.ingest.cli import build_parser, main
 from citeval.ingest.ranges import pid_ranges, range_index, runs_by_range
 from citeval.stages import INGEST_MERGE, INGEST_PARSE
@@ -745,10 +746,10 @@ def test_merge_refuses_staging_of_another_format(tmp_path):
 
 
 def test_memory_limit_leaves_headroom_for_arrow():
-    assert cli.duckdb_memory_bytes("2GB") == int(2e9 * 0.75 / 2**20) * 2**20
-    assert cli.duckdb_memory_bytes("1 GiB") == 768 * 2**20
+    assert budgets.duckdb_memory_bytes("2GB") == int(2e9 * 0.75 / 2**20) * 2**20
+    assert budgets.duckdb_memory_bytes("1 GiB") == 768 * 2**20
     with pytest.raises(ValueError, match="not like"):
-        cli.duckdb_memory_bytes("lots")
+        budgets.duckdb_memory_bytes("lots")
     with pytest.raises(SystemExit):
         main(["merge", "--staging", "x", "--output-dir", "y", "--memory-limit", "2 bananas"])
 
@@ -758,17 +759,17 @@ def test_running_out_of_memory_says_which_limit_to_raise(tmp_path, monkeypatch, 
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     staging = tmp_path / "staging"
     parse_shard(path, "s2orc_v2020", staging, max_bad_fraction=0.0)
-    monkeypatch.setattr(cli, "DUCKDB_MIN_MEMORY", 2**20)  # lets DuckDB have 1 MiB
+    monkeypatch.setattr(budgets, "DUCKDB_MIN_MEMORY", 2**20)  # lets DuckDB have 1 MiB
     argv = ["merge", "--staging", str(staging), "--output-dir", str(tmp_path / "corpus")]
     assert main([*argv, "--memory-limit", "1.4MB"]) == 2
     error = capsys.readouterr().err
     assert "merge ran out of memory under --memory-limit 1.4MB" in error
-    assert "ingest.memory_limit in the config" in error
+    assert "jobs.memory_limit in the config" in error
     assert "Traceback" not in error
     assert not (tmp_path / "corpus").exists()
     # The suggestion grows with the papers and always exceeds the limit that failed.
-    assert memory.out_of_memory_message("2GB", 5_000_000).endswith("to about 2.5GB")
-    assert memory.out_of_memory_message("1GB", 80_000_000).endswith("to about 4.5GB")
+    assert footprint.out_of_memory_message("2GB", 5_000_000).endswith("to about 2.5GB")
+    assert footprint.out_of_memory_message("1GB", 80_000_000).endswith("to about 4.5GB")
 
 
 def test_a_limit_below_what_merge_holds_is_warned_about(tmp_path, caplog):
@@ -778,12 +779,12 @@ def test_a_limit_below_what_merge_holds_is_warned_about(tmp_path, caplog):
         ingest_files(tmp_path, files, name="small", memory_limit="100MB")
     assert "20 papers need about 0.60 GB whatever the limit" in caplog.text
     assert "exceed --memory-limit 100MB" in caplog.text
-    assert "ingest.memory_limit to about 1GB" in caplog.text
+    assert "jobs.memory_limit to about 1GB" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="citeval.ingest"):
         ingest_files(tmp_path, files, name="enough", memory_limit="1GB")
     assert "exceed" not in caplog.text
-    assert memory.merge_memory_bytes(10_000_000) > 1e9  # 10M papers peaked at 1.10 GB
+    assert footprint.merge_memory_bytes(10_000_000) > 1e9  # 10M papers peaked at 1.10 GB
 
 
 def test_empty_input_gives_an_empty_corpus(tmp_path):

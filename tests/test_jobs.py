@@ -28,7 +28,7 @@ def test_threaded_rules_take_the_configured_threads_and_the_rest_one():
 
 def test_memory_follows_the_memory_limit_and_the_input():
     assert jobs().resources("ingest_merge") == {"mem_mb": 4000, "runtime": 720}
-    large = jobs(ingest={"memory_limit": "10GB"})
+    large = jobs(jobs={"memory_limit": "10GB"})
     assert large.resources("ingest_merge")["mem_mb"] == 1000 + 15000
     assert large.resources("bm25_analyze")["mem_mb"] == 2000 + 10000
     assert large.resources("metrics") == {"mem_mb": 1000, "runtime": 10}

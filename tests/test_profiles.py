@@ -80,7 +80,7 @@ def test_slurm_requests_follow_from_the_config_and_go_to_the_partition_that_hold
     result = snakemake(fresh, "--profile", "profiles/slurm", "-n", "--cores", "64")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = dry_run_jobs(result.stdout)
-    # The demo: jobs.threads 2, ingest.memory_limit 2GB (so the merge asks 1000 + 1.5 x 2000).
+    # The demo: jobs.threads 2, jobs.memory_limit 2GB (so the merge asks 1000 + 1.5 x 2000).
     expected = {
         "ingest_merge": (" -p cpu", " --mem 4000", " -t 720", "--cpus-per-task=2"),
         "bm25_analyze": (" -p cpu", " --mem 4000", " -t 720", "--cpus-per-task=2"),

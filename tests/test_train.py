@@ -88,7 +88,7 @@ def write_queries(directory: Path, ids: list[str]) -> Path:
 def graph_of(tmp_path: Path, edges: list[tuple[str, str]], held_out=None) -> Path:
     citations = write_citations(tmp_path / "citations", edges)
     build_training_graph(citations, held_out or {}, tmp_path / "graph",
-                         memory_limit=schema_default("ingest.memory_limit"))  # fmt: skip
+                         memory_limit=schema_default("jobs.memory_limit"))  # fmt: skip
     return tmp_path / "graph"
 
 

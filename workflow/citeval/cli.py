@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 from citeval.errors import CitevalError
+from citeval.memory import memory_bytes
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -45,41 +45,9 @@ def probability(text: str) -> float:
     return value
 
 
-_MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(MB|GB|MiB|GiB)\s*$")
-_MEMORY_UNITS = {"MB": 10**6, "GB": 10**9, "MiB": 2**20, "GiB": 2**30}
-
-
-def memory_bytes(text: str) -> int:
-    """Bytes in a memory size like ``2GB``, ``500MB`` or ``1.5 GiB``; ValueError otherwise."""
-    match = _MEMORY_RE.match(text)
-    if not match:
-        raise ValueError(f"memory limit {text!r} is not like '2GB', '500MB' or '1.5GiB'")
-    return int(float(match.group(1)) * _MEMORY_UNITS[match.group(2)])
-
-
-# Share of a stage's --memory-limit handed to DuckDB; the rest covers what DuckDB does not
-# count: the Python process, and the Arrow batches and parquet row groups in flight.
-DUCKDB_MEMORY_SHARE = 0.75
-DUCKDB_MIN_MEMORY = 128 * 2**20
-
-
-def duckdb_memory_bytes(limit: str) -> int:
-    """DuckDB's memory budget in bytes for a whole-process budget like ``2GB`` or ``1.5 GiB``."""
-    total = memory_bytes(limit)
-    return max(DUCKDB_MIN_MEMORY, int(total * DUCKDB_MEMORY_SHARE / 2**20) * 2**20)
-
-
-def duckdb_memory_setting(limit: str) -> str:
-    """DuckDB's ``memory_limit`` setting for a whole-process budget: ``"1430MiB"`` for ``2GB``.
-
-    The budget is :func:`duckdb_memory_bytes`, written in whole MiB (DuckDB reads ``MB`` as
-    10**6 bytes, ``MiB`` as 2**20).
-    """
-    return f"{duckdb_memory_bytes(limit) // 2**20}MiB"
-
-
 def memory_size(text: str) -> str:
-    """argparse type for a memory size (see :func:`memory_bytes`); returns it unchanged."""
+    """argparse type for a memory size (see :func:`citeval.memory.memory_bytes`); returns it
+    unchanged."""
     try:
         memory_bytes(text)
     except ValueError as error:

@@ -59,7 +59,6 @@ class Ingest(Section):
     max_bad_fraction: float
     on_duplicate: Literal["error", "keep_first"]
     rows_per_part: int
-    memory_limit: str
 
 
 class Prefilter(Section):
@@ -323,6 +322,7 @@ class Train(Section):
 class Jobs(Section):
     threads: int
     gpu: bool
+    memory_limit: str
 
 
 class Config(Section):
@@ -406,6 +406,21 @@ def _schema_node(path: str) -> Mapping[str, Any]:
     return node
 
 
+def schema_node(path: str) -> dict[str, Any]:
+    """A copy of the schema of a dotted key (``models.*`` for a registry entry)."""
+    return copy.deepcopy(dict(_schema_node(path)))
+
+
+def entry_with_defaults(path: str, value: Any) -> tuple[Any, list[jsonschema.ValidationError]]:
+    """One value checked on its own against the schema of the dotted key ``path``: the
+    value with that schema's defaults filled in, and its validation errors (paths relative
+    to the value). For an entry that reaches a stage outside a config, such as a
+    ``--model-json`` registry entry."""
+    node = _schema_node(path)
+    filled = fill_defaults(copy.deepcopy(value), node)
+    return filled, list(jsonschema.Draft202012Validator(node).iter_errors(filled))
+
+
 def schema_default(path: str) -> Any:
     """The schema's default of a dotted key (``models.*.batch_size`` for a registry entry).
 
@@ -443,8 +458,31 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return ".".join(str(part) for part in error.absolute_path) or "<config>"
 
 
+# Keys that moved: old dotted key -> (new key, why). The schema still lets each old key
+# through, without a type or default, so that Snakemake's own validation of the config
+# does not bury this message under a schema dump; loading stops on it, naming the new key.
+RENAMED_KEYS = {
+    "ingest.memory_limit": (
+        "jobs.memory_limit",
+        "it budgets every job that runs DuckDB, not ingestion alone",
+    ),
+}
+_ABSENT = object()
+
+
+def check_renamed_keys(raw: Mapping[str, Any]) -> None:
+    """Fail on a key of :data:`RENAMED_KEYS`, naming the key that replaced it."""
+    for old, (new, why) in RENAMED_KEYS.items():
+        node: Any = raw
+        for part in old.split("."):
+            node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
+        if node is not _ABSENT:
+            raise ConfigError(f"{old}: renamed {new} ({why}); set {new}: {node} instead")
+
+
 def with_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The merged config with every default filled in, validated against the schema."""
+    check_renamed_keys(raw)
     filled = fill_defaults(copy.deepcopy(dict(raw)), _schema())
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(filled), key=lambda error: list(error.absolute_path))

@@ -52,6 +52,18 @@ def ids_path_for(output: str | os.PathLike) -> Path:
     return output.with_name(output.name.removesuffix(".npy") + IDS_SUFFIX)
 
 
+def to_float16(vectors: np.ndarray, model: str) -> np.ndarray:
+    """``vectors`` as the store keeps them, float16; a value beyond float16's range (raw
+    ``ip``/``l2`` vectors would silently become inf) is an error naming ``model``."""
+    half = vectors.astype(np.float16)
+    if not np.isfinite(half).all():
+        raise CitevalError(
+            f"model {model!r}: vectors overflow float16 (max |x| = "
+            f"{float(np.abs(vectors).max()):.3g}); use similarity: cosine or a smaller-norm model"
+        )
+    return half
+
+
 def ids_schema(multi_vector: bool) -> pa.Schema:
     fields = [pa.field("paper_id", pa.string(), nullable=False)]
     if multi_vector:

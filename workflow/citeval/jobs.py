@@ -1,13 +1,13 @@
 """What each rule's job asks its executor for: CPUs, memory, minutes and a GPU.
 
 One table, :data:`NEEDS`, holds every rule's need; :class:`Jobs` turns it into the
-``threads:`` and ``resources:`` of the rules with the config's ``jobs`` section and
-``ingest.memory_limit``. The rules carry no numbers of their own and the SLURM profile
-sets no per-rule values: a cluster's limits live in its partitions file
+``threads:`` and ``resources:`` of the rules with the config's ``jobs`` section
+(``threads``, ``gpu``, ``memory_limit``). The rules carry no numbers of their own and the
+SLURM profile sets no per-rule values: a cluster's limits live in its partitions file
 (``profiles/slurm/partitions.yaml``), from which the executor plugin picks each job's
 partition, and :mod:`citeval.slurm` refuses a job no partition can hold.
 
-Memory is the sum of a fixed part, a share of ``ingest.memory_limit`` (the stages that
+Memory is the sum of a fixed part, a share of ``jobs.memory_limit`` (the stages that
 run DuckDB within that limit) and a multiple of the job's input size (the stages that hold
 their input in memory), so it follows the config and the data, not a profile. None of it
 changes a result: locally only ``--cores`` (and ``--resources`` where given) constrain
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from citeval.cli import memory_bytes
 from citeval.config import Config
+from citeval.memory import memory_bytes
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Need:
 
     minutes: int
     mem_mb: int = 1000
-    # Multiples of ingest.memory_limit (in MB) and of the job's input size (in MB) added.
+    # Multiples of jobs.memory_limit (in MB) and of the job's input size (in MB) added.
     per_memory_limit: float = 0.0
     per_input_mb: float = 0.0
     # Uses jobs.threads CPUs (else one).
@@ -110,7 +110,7 @@ class Jobs:
         return cls(
             threads_per_job=config.jobs.threads,
             gpu=config.jobs.gpu,
-            memory_limit_mb=int(memory_bytes(config.ingest.memory_limit) / 1e6),
+            memory_limit_mb=int(memory_bytes(config.jobs.memory_limit) / 1e6),
         )
 
     @staticmethod

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from citeval.batching import (
@@ -61,26 +62,18 @@ from citeval.batching import (
     token_budget_batches,
     tokenizer_processes,
 )
+from citeval.config import ModelEntry, entry_with_defaults, fill_defaults, schema_node
 from citeval.errors import CitevalError, ConfigError
 
 log = logging.getLogger(__name__)
 
-POOLINGS = ("cls", "mean", "aspire")
-DTYPES = ("auto", "float32", "float16", "bfloat16")
-SIMILARITIES = ("ip", "l2", "cosine")
 DEVICES = ("auto", "cpu", "cuda")
 PACKAGE_PREFIX = "package:"
 
-# Defaults mirror config/schema.yaml so that a bare --model-json or a config that skipped
-# schema validation behaves the same as a validated one.
-SPEC_DEFAULTS: dict[str, Any] = {
-    "max_length": 512,
-    "batch_tokens": None,
-    "batch_size": None,
-    "dtype": "auto",
-    "similarity": "ip",
-    "adapter": None,
-}
+# A registry entry is checked against the schema's ``models.*`` (citeval.config), which
+# holds its defaults, so that a bare --model-json behaves as a validated config's entry.
+ENTRY_KEY = "models.*"
+SPEC_DEFAULTS: dict[str, Any] = fill_defaults({}, schema_node(ENTRY_KEY))
 
 # Texts per tokenizer call inside Encoder.prepare (bounds the tokenizer's memory).
 TOKENIZE_BATCH = 1024
@@ -107,32 +100,21 @@ class ModelSpec:
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
         """Build and validate a spec from a ``models.<name>`` config mapping."""
         where = f"models.{name}"
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{where}: expected a mapping, got {type(entry).__name__}")
-        known = {field.name for field in dataclasses.fields(cls)} - {"name"}
-        unknown = sorted(set(entry) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(known)}")
-        for key in ("path", "pooling"):
-            if key not in entry:
-                raise ConfigError(f"{where}.{key} is required")
-        values = {**SPEC_DEFAULTS, **entry}
-        path = values["path"]
-        if not isinstance(path, str) or not path:
-            raise ConfigError(f"{where}.path must be a non-empty string")
-        _check_choice(where, "pooling", values["pooling"], POOLINGS)
-        _check_choice(where, "dtype", values["dtype"], DTYPES)
-        _check_choice(where, "similarity", values["similarity"], SIMILARITIES)
-        for key, minimum in (("max_length", 8), ("batch_tokens", 8), ("batch_size", 1)):
-            value = values[key]
-            if key in ("batch_tokens", "batch_size") and value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ConfigError(f"{where}.{key} must be an integer >= {minimum}, got {value!r}")
-        adapter = values["adapter"]
-        if adapter is not None and (not isinstance(adapter, str) or not adapter):
-            raise ConfigError(f"{where}.adapter must be null or a non-empty string")
-        return cls(name=name, **{key: values[key] for key in known})
+        values, errors = entry_with_defaults(
+            ENTRY_KEY, dict(entry) if isinstance(entry, Mapping) else entry
+        )
+        if errors:
+            raise ConfigError(_entry_error(where, values, errors))
+        try:
+            typed = msgspec.convert(values, ModelEntry)
+        except msgspec.ValidationError as error:
+            # What the schema lets through and the config's type does not (512.0 for an
+            # integer): loading a config checks both, and so does a spec.
+            match = _MSGSPEC_KEY.search(str(error))
+            if match is None:
+                raise ConfigError(f"{where}: {error}") from None
+            raise ConfigError(_key_error(where, match.group(1), values)) from None
+        return cls(name=name, **msgspec.structs.asdict(typed))
 
     @property
     def multi_vector(self) -> bool:
@@ -149,14 +131,48 @@ class ModelSpec:
         return json.dumps(self.to_config(), sort_keys=True)
 
 
-def _check_choice(where: str, key: str, value: Any, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{where}.{key} must be one of {list(choices)}, got {value!r}")
+# A whole entry's errors come first: not a mapping, unknown keys, missing keys.
+_ENTRY_ERRORS = ("type", "additionalProperties", "required")
+_MSGSPEC_KEY = re.compile(r"at `\$\.([A-Za-z_]+)`")
 
 
-def load_model_specs(models: Mapping[str, Any] | None) -> dict[str, ModelSpec]:
-    """Every entry of the config's ``models`` registry, validated."""
-    return {name: ModelSpec.from_config(name, entry) for name, entry in (models or {}).items()}
+def _entry_error(where: str, entry: Any, errors: Sequence[Any]) -> str:
+    """The first of a registry entry's schema errors, in the words of a spec: the entry's
+    own errors, then its keys' in the schema's order."""
+    keys = list(schema_node(ENTRY_KEY)["properties"])
+
+    def order(error: Any) -> tuple[int, int]:
+        if error.absolute_path:
+            return 1, keys.index(error.absolute_path[0])
+        validator = error.validator
+        return 0, _ENTRY_ERRORS.index(validator) if validator in _ENTRY_ERRORS else 3
+
+    error = min(errors, key=order)
+    if error.absolute_path:
+        return _key_error(where, error.absolute_path[0], entry)
+    if error.validator == "type":
+        return f"{where}: expected a mapping, got {type(entry).__name__}"
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(entry) - set(keys))
+        return f"{where}: unknown key(s) {unknown}; allowed: {sorted(keys)}"
+    if error.validator == "required":
+        missing = [key for key in error.validator_value if key not in entry]
+        return f"{where}.{missing[0]} is required"
+    return f"{where}: {error.message}"
+
+
+def _key_error(where: str, key: str, entry: Mapping[str, Any]) -> str:
+    """What the schema asks of ``key``, and the entry's value."""
+    node = schema_node(f"{ENTRY_KEY}.{key}")
+    types = node.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    value = entry[key]
+    if "enum" in node:
+        return f"{where}.{key} must be one of {list(node['enum'])}, got {value!r}"
+    if "integer" in types:
+        return f"{where}.{key} must be an integer >= {node['minimum']}, got {value!r}"
+    null = "null or " if "null" in types else ""
+    return f"{where}.{key} must be {null}a non-empty string"
 
 
 def resolve_model_path(path: str) -> str:

@@ -30,7 +30,7 @@ NONE = "none"
 
 # Flags whose values argparse checks more closely than their type says.
 _ARGPARSE_TYPES = {
-    "ingest.memory_limit": memory_size,
+    "jobs.memory_limit": memory_size,
     "tables.significance.permutations": positive_int,
     "tables.significance.alpha": probability,
 }

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from citeval.draws import seeded_rng
 from citeval.errors import InputDataError
-from citeval.sample import seeded_rng
 
 log = logging.getLogger(__name__)
 

@@ -106,7 +106,7 @@ def unplaceable_message(job: Any, partitions: Iterable[Any], source: Any) -> str
     )
     return (
         f"rule {job.name}: no partition in {source or 'the partitions file'} can hold this "
-        f"job ({reasons}). Lower the request (jobs.threads or ingest.memory_limit in the "
+        f"job ({reasons}). Lower the request (jobs.threads or jobs.memory_limit in the "
         f"config, or --set-resources/--set-threads for this rule) or add a partition."
     )
 

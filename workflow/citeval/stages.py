@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from citeval.settings import StageSettings
 
-_MEMORY = StageSettings.of("ingest.memory_limit")
+_MEMORY = StageSettings.of("jobs.memory_limit")
 _SAMPLING = StageSettings.of(
     "seed",
     "sampling.query_year",

@@ -12,8 +12,9 @@ from citeval.bm25.index import analyze_corpus, build_pool_index
 from citeval.bm25.papers import connect, load_queries
 from citeval.bm25.search import check_index_group, check_searcher, resolve_params, search_queries
 from citeval.bm25.tune import tune
-from citeval.cli import duckdb_memory_setting, positive_int, run_cli, run_tag
+from citeval.cli import positive_int, run_cli, run_tag
 from citeval.io import write_json
+from citeval.memory import duckdb_memory_setting
 from citeval.stages import BM25_ANALYZE, BM25_SEARCH, BM25_TUNE
 from citeval.trec import write_run
 

@@ -28,11 +28,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from citeval import cli
 from citeval.contexts.extract import RAW_SCHEMA, STRING_LIST
 from citeval.contexts.report import sum_reports
 from citeval.errors import InputDataError, ResourceError
 from citeval.io import parquet_glob, write_json, write_parquet_stream
+from citeval.memory import duckdb_memory_setting
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def merge_contexts(
         config={
             "threads": threads,
             "temp_directory": str(spill),
-            "memory_limit": cli.duckdb_memory_setting(memory_limit),
+            "memory_limit": duckdb_memory_setting(memory_limit),
             "preserve_insertion_order": False,
         }
     )

@@ -30,8 +30,11 @@ from typing import Any
 import msgspec
 
 from citeval.contexts.window import Span
+from citeval.corpus_formats import CONTEXT_FORMATS
 
-FORMATS = ("s2orc_v2020", "s2ag", "curated")
+# The formats extract takes: each corpus format's full text, and curated contexts
+# (citeval.corpus_formats).
+FORMATS = CONTEXT_FORMATS
 
 BadSpan = Callable[[str, str], None]
 

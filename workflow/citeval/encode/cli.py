@@ -5,34 +5,38 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
+
+import msgspec
+import yaml
 
 from citeval.cli import run_cli
+from citeval.config import load_config_file
 from citeval.encode import DEFAULT_CHUNK_SIZE, encode_shard
 from citeval.errors import ConfigError
-from citeval.models import ModelSpec, load_model_specs
+from citeval.models import ModelSpec
 from citeval.stages import ENCODE
 
 
-def load_spec(name: str, model_json: str | None, config_path: str | None) -> ModelSpec:
-    """The model spec from ``--model-json`` or from the ``models`` section of ``--config``."""
+def load_spec(name: str, model_json: str | None, config_paths: Sequence[str] | None) -> ModelSpec:
+    """The model spec from ``--model-json``, or from the ``models`` registry of the config
+    that ``--config`` files make, merged left to right (as ``--configfile`` does) and
+    loaded as the pipeline loads it: with the schema's defaults, validated."""
     if model_json is not None:
         try:
             entry = json.loads(model_json)
         except json.JSONDecodeError as error:
             raise ConfigError(f"--model-json is not valid JSON: {error}") from error
         return ModelSpec.from_config(name, entry)
-    assert config_path is not None
-    import yaml
-
+    assert config_paths
     try:
-        config = yaml.safe_load(Path(config_path).read_text()) or {}
+        config = load_config_file(*config_paths)
     except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read config {config_path}: {error}") from error
-    specs = load_model_specs(config.get("models"))
-    if name not in specs:
-        raise ConfigError(f"{config_path}: model {name!r} is not in models ({sorted(specs)})")
-    return specs[name]
+        raise ConfigError(f"cannot read config {' '.join(config_paths)}: {error}") from error
+    if name not in config.models:
+        raise ConfigError(
+            f"{' '.join(config_paths)}: model {name!r} is not in models ({sorted(config.models)})"
+        )
+    return ModelSpec.from_config(name, msgspec.to_builtins(config.models[name]))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", required=True, help="registry name of the model")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--model-json", help="the model's registry entry as JSON")
-    source.add_argument("--config", help="config YAML whose `models` section defines --model")
+    source.add_argument(
+        "--config",
+        nargs="+",
+        help="config YAML file(s), merged in order, whose `models` section defines --model",
+    )
     parser.add_argument("--papers", required=True, help="corpus/papers parquet directory")
     parser.add_argument("--ids", required=True, help="samples/embed_ids.parquet")
     parser.add_argument("--shard-id", type=int, required=True, help="shard to embed, from 0")

@@ -16,8 +16,9 @@ The modules, one job each:
 - ``decode``: decoding a chunk into records, at once or line by line;
 - ``parse_json``, ``parse_parquet``: staging each format; ``parse``: one file's step;
 - ``schemas``, ``parts``, ``staging``: the tables, their part files, a staging directory;
-- ``merge``: the merge step and its DuckDB session; ``edges`` and ``papers``: writing
-  the two corpus tables; ``ranges`` and ``memory``: fitting them in ``--memory-limit``;
+- ``merge``: the merge step; ``session``: its DuckDB session and the lookups beside it;
+  ``edges`` and ``papers``: writing the two corpus tables; ``ranges`` and ``footprint``:
+  fitting them in ``--memory-limit`` (whose budgets are :mod:`citeval.memory`'s);
 - ``report``: the per-shard and corpus reports;
 - ``cli``: the command line (``python -m citeval.ingest``).
 """

@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -24,10 +23,8 @@ from citeval.ingest.parts import PartWriter, write_table
 from citeval.ingest.ranges import pid_ranges, runs_by_range
 from citeval.ingest.report import MAX_EXAMPLES, edges_read
 from citeval.ingest.schemas import CITATIONS_ROW_GROUP, CITATIONS_SCHEMA, CORPUS_PARQUET_OPTIONS
+from citeval.ingest.session import Merger
 from citeval.ingest.staging import StagedTable, sql_list
-
-if TYPE_CHECKING:
-    from citeval.ingest.merge import Merger
 
 log = logging.getLogger(__name__)
 

@@ -29,17 +29,13 @@ from typing import Annotated
 import msgspec
 import pyarrow as pa
 
+from citeval.corpus_formats import PARSE_FORMATS, PARSE_TABLE
 from citeval.errors import InputDataError
 
-FORMATS = ("s2orc_v2020", "s2ag-papers", "s2ag-abstracts", "s2ag-citations", "parquet")
-# What each format stages: papers (with their citation lists), abstracts, or edges.
-FORMAT_KIND = {
-    "s2orc_v2020": "papers",
-    "parquet": "papers",
-    "s2ag-papers": "papers",
-    "s2ag-abstracts": "abstracts",
-    "s2ag-citations": "citations",
-}
+# The formats parse takes, declared with their corpus formats (citeval.corpus_formats),
+# and what each stages: papers (with their citation lists), abstracts, or edges.
+FORMATS = PARSE_FORMATS
+FORMAT_KIND = PARSE_TABLE
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 

@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from citeval import cli
+from citeval import memory
 from citeval.ingest.parts import PartWriter, write_table
 from citeval.ingest.ranges import pid_ranges, range_index, runs_by_range
 from citeval.ingest.schemas import CORPUS_PARQUET_OPTIONS, PAPERS_ROW_GROUP, PAPERS_SCHEMA
-
-if TYPE_CHECKING:
-    from citeval.ingest.merge import Merger
+from citeval.ingest.session import Merger
+from citeval.ingest.staging import StagedShard
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +37,11 @@ MAX_RANGES = 32
 WRITER_ROW_GROUPS = 6
 
 
-def staged_papers_bytes(merger: Merger) -> int:
+def staged_papers_bytes(shards: Sequence[StagedShard]) -> int:
     """Uncompressed bytes of the staged columns the papers table is written from."""
     columns = {"paper_id", "title", "abstract", "year", "fields.list.element"}
     total = 0
-    for shard in merger.shards:
+    for shard in shards:
         for kind in ("papers", "abstracts"):
             for path in shard.parts(kind):
                 metadata = pq.read_metadata(path)
@@ -115,10 +113,10 @@ def write_papers(merger: Merger, directory: Path, rows_per_part: int) -> PartWri
     """Write the papers table (row = pid) with the counts that writing the citations
     filled."""
     started = time.perf_counter()
-    table_bytes = staged_papers_bytes(merger)
+    table_bytes = staged_papers_bytes(merger.shards)
     # What the writer holds comes out of DuckDB's budget.
     writer_bytes = WRITER_ROW_GROUPS * PAPERS_ROW_GROUP * table_bytes // max(1, merger.n_papers)
-    budget = max(cli.DUCKDB_MIN_MEMORY, merger.memory_bytes - writer_bytes)
+    budget = max(memory.DUCKDB_MIN_MEMORY, merger.memory_bytes - writer_bytes)
     ranges = pid_ranges(merger.n_papers, table_bytes, budget)
     partitioned = None
     if len(ranges) > MAX_RANGES:  # before the writer starts: with all of the budget

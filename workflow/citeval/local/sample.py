@@ -35,10 +35,10 @@ import numpy as np
 import pyarrow as pa
 
 from citeval.collection_list import CollectionInfo, write_collections
+from citeval.draws import POOL_SCHEMA, SizeGuard, build_pool, draw_sorted, seeded_rng
 from citeval.errors import InputDataError
 from citeval.io import write_json, write_parquet, write_parquet_stream
 from citeval.layout import LOCAL_COLLECTION, LOCAL_GROUP, LOCAL_SETUP, QUERY_PAPERS
-from citeval.sample import POOL_SCHEMA, SizeGuard, build_pool, draw_sorted, seeded_rng
 from citeval.trec import write_qrels_chunks
 
 log = logging.getLogger(__name__)

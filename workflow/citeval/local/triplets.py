@@ -24,9 +24,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from citeval.draws import seeded_rng
 from citeval.errors import InputDataError
 from citeval.io import write_json, write_parquet
-from citeval.sample import seeded_rng
 from citeval.train.triplets import REPORT_FILE, TRIPLETS_FILE, Triplets
 from citeval.trec import read_qrels, read_run
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from citeval.draws import seeded_rng
 from citeval.errors import ConfigError
 from citeval.mdcr.formats import POSITIVE_TYPE, Benchmark
 from citeval.mdcr.negatives import (
@@ -42,7 +43,6 @@ from citeval.mdcr.negatives import (
     random_negatives,
     top_lists,
 )
-from citeval.sample import seeded_rng
 
 GRAPH = "graph"
 MOST_CITED = "most_cited"

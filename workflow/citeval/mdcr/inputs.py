@@ -20,13 +20,13 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from citeval.cli import duckdb_memory_setting
 from citeval.collection_list import collection_name, field_slug, field_slugs
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob
 from citeval.layout import MDCR_FILE_SPLIT, MDCR_FILES, mdcr_file_name
 from citeval.mdcr.construct import Inputs
 from citeval.mdcr.formats import Paper
+from citeval.memory import duckdb_memory_setting
 from citeval.trec import rank_documents, read_run
 
 FIELD_REP = 0

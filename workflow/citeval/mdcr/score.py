@@ -201,7 +201,7 @@ def encoded_vectors(
     import faiss
     from tqdm import tqdm
 
-    from citeval.encode import _to_float16
+    from citeval.embeddings import to_float16
     from citeval.models import load_encoder
 
     if not papers:
@@ -209,9 +209,10 @@ def encoded_vectors(
     encoder = load_encoder(spec, device=device)
     with tqdm(total=len(papers), unit="paper", desc=spec.name, mininterval=5.0) as bar:
         encoded = encoder.encode([p.title for p in papers], [p.abstract for p in papers], bar)
-    # The store keeps float16 (citeval.encode, with its overflow check); the same rounding
-    # here keeps stored and fresh vectors alike, so a paper scores the same either way.
-    vectors = np.ascontiguousarray(_to_float16(encoded.vectors, spec).astype(np.float32))
+    # The store keeps float16 (citeval.embeddings.to_float16, with its overflow check); the
+    # same rounding here keeps stored and fresh vectors alike, so a paper scores the same
+    # either way.
+    vectors = np.ascontiguousarray(to_float16(encoded.vectors, spec.name).astype(np.float32))
     if normalize:
         faiss.normalize_L2(vectors)
     return _split_rows(vectors, encoded.paper_index, [p.paper_id for p in papers])

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from citeval.config import Config
+from citeval.inputs import local_inputs
 from citeval.layout import (
     LOCAL_COLLECTION,
     LOCAL_SETUP,
@@ -16,7 +17,6 @@ from citeval.layout import (
     reranked_run,
 )
 from citeval.measures import local_metric_cutoffs
-from citeval.plan.inputs import local_inputs
 from citeval.plan.rerank import Tradeoff, tradeoff
 from citeval.plan.systems import Systems
 from citeval.plan.training import Training

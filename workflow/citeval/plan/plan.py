@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from citeval.config import Config
+from citeval.inputs import input_shards
 from citeval.jobs import Jobs
 from citeval.layout import LOCAL_SETUP, Layout
 from citeval.plan.encoders import Encoders
-from citeval.plan.inputs import input_shards
 from citeval.plan.local import Local
 from citeval.plan.mdcr import Mdcr
 from citeval.plan.outputs import Outputs

@@ -45,19 +45,19 @@ from citeval.synth.records import id_width
 from citeval.synth.shape import NULL_ABSTRACT_RATE, SUBTOPIC_WORDS, TEXT_BLOCK, TOPIC_WORDS
 from citeval.synth.structure import Structure
 from citeval.synth.text import (
-    _COL_F,
-    _COL_FOCUS,
-    _COL_K,
-    _COL_POWER,
-    _COL_S,
-    _COL_T,
-    _COL_X,
-    _FIRST_CLASS_COL,
-    _K_COLS,
-    _K_CUM,
+    COL_F,
+    COL_FOCUS,
+    COL_K,
+    COL_POWER,
+    COL_S,
+    COL_T,
+    COL_X,
+    FIRST_CLASS_COL,
+    K_COLS,
+    K_CUM,
     Vocabulary,
-    _zipf_index,
     block_text,
+    zipf_index,
 )
 
 #: Seed-sequence stream of the full text (0 structure, 1 citations, 2 records, 3 words).
@@ -166,14 +166,14 @@ def _columns(rng: np.random.Generator, s: Structure, v: Vocabulary, pid: np.ndar
     fld2 = np.where(fld2 >= 0, fld2, fld)
     off = np.empty((n, N_COLS), dtype=np.int64)
     length = np.ones((n, N_COLS), dtype=np.int64)
-    off[:, _COL_S], length[:, _COL_S] = v.sub_off[sub], SUBTOPIC_WORDS
-    off[:, _COL_T], length[:, _COL_T] = v.topic_off[top], TOPIC_WORDS
-    off[:, _COL_F], length[:, _COL_F] = v.field_off[fld], v.field_len[fld]
-    off[:, _COL_X], length[:, _COL_X] = v.field_off[fld2], v.field_len[fld2]
-    off[:, _COL_FOCUS] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
-    off[:, _COL_FOCUS + 1] = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
-    off[:, _COL_FOCUS + 2] = v.topic_off[top] + _zipf_index(rng, np.full(n, TOPIC_WORDS), 1.5)
-    for col, (start, size) in enumerate(v.class_range, start=_FIRST_CLASS_COL):
+    off[:, COL_S], length[:, COL_S] = v.sub_off[sub], SUBTOPIC_WORDS
+    off[:, COL_T], length[:, COL_T] = v.topic_off[top], TOPIC_WORDS
+    off[:, COL_F], length[:, COL_F] = v.field_off[fld], v.field_len[fld]
+    off[:, COL_X], length[:, COL_X] = v.field_off[fld2], v.field_len[fld2]
+    off[:, COL_FOCUS] = v.sub_off[sub] + zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
+    off[:, COL_FOCUS + 1] = v.sub_off[sub] + zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.5)
+    off[:, COL_FOCUS + 2] = v.topic_off[top] + zipf_index(rng, np.full(n, TOPIC_WORDS), 1.5)
+    for col, (start, size) in enumerate(v.class_range, start=FIRST_CLASS_COL):
         off[:, col], length[:, col] = start, size
     return Columns(off, length, top)
 
@@ -308,7 +308,7 @@ def _cited_words(
     """One word of each (linked) cited paper: of its title or of its subtopic."""
     n = target.shape[0]
     sub = s.subtopic[target].astype(np.int64)
-    word = v.sub_off[sub] + _zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.4)
+    word = v.sub_off[sub] + zipf_index(rng, np.full(n, SUBTOPIC_WORDS), 1.4)
     a = titles.off[target]
     size = titles.off[target + 1] - a
     tries = titles.tok[a[:, None] + (size[:, None] * rng.random((n, 3))).astype(np.int64)]
@@ -333,8 +333,8 @@ def _fill_slots(
     slot = np.flatnonzero((tokens < 0) & (tokens != TOK_M))
     col = -1 - tokens[slot]
     sr = pieces.row[slot]
-    is_k = col == _COL_K
-    col[is_k] = _K_COLS[np.searchsorted(_K_CUM, rng.random(int(is_k.sum())), side="right")]
+    is_k = col == COL_K
+    col[is_k] = K_COLS[np.searchsorted(K_CUM, rng.random(int(is_k.sum())), side="right")]
     is_c = col == COL_C
     # {C}: a word of one of the marker's cited papers; of the citing paper's subtopic
     # or topic when that reference is unresolved.
@@ -342,9 +342,9 @@ def _fill_slots(
     c_mk = pieces.marker[pieces.piece[c_slot]]
     t1, t2 = mk.t1[c_mk], mk.t2[c_mk]
     target = np.where((t2 > -2) & (rng.random(c_slot.shape[0]) < 0.5), t2, t1)
-    col[is_c] = np.where(rng.random(c_slot.shape[0]) < 0.6, _COL_S, _COL_T)
+    col[is_c] = np.where(rng.random(c_slot.shape[0]) < 0.6, COL_S, COL_T)
     u = rng.random(slot.shape[0])
-    word = cols.off[sr, col] + (cols.length[sr, col] * u ** _COL_POWER[col]).astype(np.int64)
+    word = cols.off[sr, col] + (cols.length[sr, col] * u ** COL_POWER[col]).astype(np.int64)
     resolved = target >= 0
     c_word = word[is_c]
     c_word[resolved] = _cited_words(rng, s, v, titles, words.content_min, target[resolved])

@@ -16,10 +16,10 @@ import numpy as np
 
 from citeval.synth.shape import SHORT_ABSTRACT_RATE, TEXT_BLOCK
 from citeval.synth.structure import Structure
-from citeval.synth.text import _COL_K, _PUNCTUATION, _SEP, _SLOT_COLS, Vocabulary, block_tokens
+from citeval.synth.text import COL_K, PUNCTUATION, SEP, SLOT_COLS, Vocabulary, block_tokens
 
 #: Slot columns: text.py's, then {C} (a word of a cited paper) and {M} (the marker).
-N_COLS = _COL_K + 1
+N_COLS = COL_K + 1
 COL_C, COL_M = N_COLS, N_COLS + 1
 #: Template tokens of the {C} and {M} slots (a slot is -1 - column, as in text.py).
 TOK_C, TOK_M = -1 - COL_C, -1 - COL_M
@@ -65,9 +65,9 @@ def citing_vocabulary(vocab: Vocabulary, citing_templates: Sequence[str]) -> Cit
             if tok in ("{C}", "{M}"):
                 tokens.append(TOK_C if tok == "{C}" else TOK_M)
             elif tok.startswith("{"):
-                tokens.append(-1 - _SLOT_COLS[tok[1:-1]])
+                tokens.append(-1 - SLOT_COLS[tok[1:-1]])
             else:
-                word = tok if tok in _PUNCTUATION else " " + tok
+                word = tok if tok in PUNCTUATION else " " + tok
                 if word not in index:
                     index[word] = len(vocab.words) + len(extra)
                     extra.append(word)
@@ -118,7 +118,7 @@ def index_titles(
         tokens = block_tokens(rng, vocab, structure, lo, hi)
         flags = rng.random((hi - lo, 13))
         ok.append(flags[:, 2] >= null_abstract_rate + SHORT_ABSTRACT_RATE)
-        sep = np.flatnonzero(tokens == _SEP)  # after each title and each abstract
+        sep = np.flatnonzero(tokens == SEP)  # after each title and each abstract
         ends = sep[0::2]
         starts = np.concatenate([[0], sep[1::2][:-1] + 1])
         size = ends - starts

@@ -27,22 +27,22 @@ from citeval.synth.structure import Structure
 # Template slots become negative tokens, -1 - column. Columns: the paper's subtopic, topic,
 # field and second field vocabularies, three per-paper focus terms, then WORD_CLASSES. A
 # `{K}` (key term) slot resolves to one of the content columns at random.
-_COL_S, _COL_T, _COL_F, _COL_X, _COL_FOCUS = 0, 1, 2, 3, 4
-_FIRST_CLASS_COL = 7
-_SLOT_COLS = {"S": _COL_S, "T": _COL_T, "F": _COL_F, "X": _COL_X} | {
-    name: _FIRST_CLASS_COL + i for i, name in enumerate(WORD_CLASSES)
+COL_S, COL_T, COL_F, COL_X, COL_FOCUS = 0, 1, 2, 3, 4
+FIRST_CLASS_COL = 7
+SLOT_COLS = {"S": COL_S, "T": COL_T, "F": COL_F, "X": COL_X} | {
+    name: FIRST_CLASS_COL + i for i, name in enumerate(WORD_CLASSES)
 }
-_COL_K = _FIRST_CLASS_COL + len(WORD_CLASSES)
-_SLOT_COLS["K"] = _COL_K
+COL_K = FIRST_CLASS_COL + len(WORD_CLASSES)
+SLOT_COLS["K"] = COL_K
 # Key terms: 25% focus terms, 35% subtopic, 30% topic, 10% field words.
-_K_COLS = np.array([_COL_FOCUS, _COL_FOCUS + 1, _COL_FOCUS + 2, _COL_S, _COL_T, _COL_F])
-_K_CUM = np.array([0.25 / 3, 0.5 / 3, 0.25, 0.6, 0.9])
+K_COLS = np.array([COL_FOCUS, COL_FOCUS + 1, COL_FOCUS + 2, COL_S, COL_T, COL_F])
+K_CUM = np.array([0.25 / 3, 0.5 / 3, 0.25, 0.6, 0.9])
 # Zipf-like skew per column (u ** power): higher powers favour a vocabulary's first words.
-_COL_POWER = np.array([1.6, 1.6, 1.4, 1.4, 1.0, 1.0, 1.0] + [1.2] * len(WORD_CLASSES))
-_SEP = 0  # vocabulary id of the title / abstract separator "\x00"
+COL_POWER = np.array([1.6, 1.6, 1.4, 1.4, 1.0, 1.0, 1.0] + [1.2] * len(WORD_CLASSES))
+SEP = 0  # vocabulary id of the title / abstract separator "\x00"
 # Tokens glued to the word before them. Every other word is stored with a leading space,
 # so a block's text is one "".join with no clean-up passes over the string.
-_PUNCTUATION = frozenset({".", ",", ":", ";", "%"})
+PUNCTUATION = frozenset({".", ",", ":", ";", "%"})
 
 
 @dataclass
@@ -103,15 +103,15 @@ def build_vocabulary(structure: Structure, seed: int) -> Vocabulary:
         for tok in template.split():
             if tok.startswith("{") and tok.endswith("}"):
                 name = tok[1:-1]
-                if name not in _SLOT_COLS:
+                if name not in SLOT_COLS:
                     raise ValueError(f"unknown slot {tok!r} in template {template!r}")
-                tokens.append(-1 - _SLOT_COLS[name])
+                tokens.append(-1 - SLOT_COLS[name])
             else:
                 tokens.append(fixed(tok))
         return tokens
 
     parsed = [parse(t) for t in TITLE_TEMPLATES] + [parse(t) for t in SENTENCE_TEMPLATES]
-    parsed.append([_SEP])
+    parsed.append([SEP])
     tpl_len = np.array([len(t) for t in parsed], dtype=np.int64)
     tpl_start = np.concatenate([[0], np.cumsum(tpl_len)[:-1]]).astype(np.int64)
     templates = np.array([tok for t in parsed for tok in t], dtype=np.int32)
@@ -135,7 +135,7 @@ def build_vocabulary(structure: Structure, seed: int) -> Vocabulary:
     sub_off = len(words) + SUBTOPIC_WORDS * np.arange(n_subs, dtype=np.int64)
     words.extend(_pseudo_words(rng, SUBTOPIC_WORDS * n_subs, taken))
 
-    spaced = [w if w in _PUNCTUATION or w == "\x00" else " " + w for w in words]
+    spaced = [w if w in PUNCTUATION or w == "\x00" else " " + w for w in words]
     return Vocabulary(
         words=np.array(spaced, dtype=object),
         class_range=class_range,
@@ -151,7 +151,7 @@ def build_vocabulary(structure: Structure, seed: int) -> Vocabulary:
     )
 
 
-def _zipf_index(rng: np.random.Generator, length: np.ndarray | int, power: float) -> np.ndarray:
+def zipf_index(rng: np.random.Generator, length: np.ndarray | int, power: float) -> np.ndarray:
     """Skewed index in ``[0, length)``: low indices are the frequent words."""
     size = np.shape(length) or None
     return (length * rng.random(size) ** power).astype(np.int64)
@@ -205,28 +205,28 @@ def block_tokens(
     fld2 = np.where(fld2 >= 0, fld2, fld)
 
     # Per paper and slot column: where the column's words start and how many there are.
-    n_cols = _FIRST_CLASS_COL + len(WORD_CLASSES)
+    n_cols = FIRST_CLASS_COL + len(WORD_CLASSES)
     off = np.empty((nb, n_cols), dtype=np.int64)
     length = np.ones((nb, n_cols), dtype=np.int64)
-    off[:, _COL_S], length[:, _COL_S] = vocab.sub_off[sub], SUBTOPIC_WORDS
-    off[:, _COL_T], length[:, _COL_T] = vocab.topic_off[top], TOPIC_WORDS
-    off[:, _COL_F], length[:, _COL_F] = vocab.field_off[fld], vocab.field_len[fld]
-    off[:, _COL_X], length[:, _COL_X] = vocab.field_off[fld2], vocab.field_len[fld2]
+    off[:, COL_S], length[:, COL_S] = vocab.sub_off[sub], SUBTOPIC_WORDS
+    off[:, COL_T], length[:, COL_T] = vocab.topic_off[top], TOPIC_WORDS
+    off[:, COL_F], length[:, COL_F] = vocab.field_off[fld], vocab.field_len[fld]
+    off[:, COL_X], length[:, COL_X] = vocab.field_off[fld2], vocab.field_len[fld2]
     # A paper repeats a few focus terms (two subtopic words, one topic word), as real
     # abstracts do; each focus column holds exactly one word.
-    off[:, _COL_FOCUS] = vocab.sub_off[sub] + _zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5)
-    off[:, _COL_FOCUS + 1] = vocab.sub_off[sub] + _zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5)
-    off[:, _COL_FOCUS + 2] = vocab.topic_off[top] + _zipf_index(rng, np.full(nb, TOPIC_WORDS), 1.5)
-    for col, (start, size) in enumerate(vocab.class_range, start=_FIRST_CLASS_COL):
+    off[:, COL_FOCUS] = vocab.sub_off[sub] + zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5)
+    off[:, COL_FOCUS + 1] = vocab.sub_off[sub] + zipf_index(rng, np.full(nb, SUBTOPIC_WORDS), 1.5)
+    off[:, COL_FOCUS + 2] = vocab.topic_off[top] + zipf_index(rng, np.full(nb, TOPIC_WORDS), 1.5)
+    for col, (start, size) in enumerate(vocab.class_range, start=FIRST_CLASS_COL):
         off[:, col], length[:, col] = start, size
 
     slot = np.flatnonzero(tokens < 0)
     col = -1 - tokens[slot]
     sp = paper[slot]
-    is_k = col == _COL_K
-    col[is_k] = _K_COLS[np.searchsorted(_K_CUM, rng.random(int(is_k.sum())), side="right")]
+    is_k = col == COL_K
+    col[is_k] = K_COLS[np.searchsorted(K_CUM, rng.random(int(is_k.sum())), side="right")]
     u = rng.random(slot.shape[0])
-    word = off[sp, col] + (length[sp, col] * u ** _COL_POWER[col]).astype(np.int64)
+    word = off[sp, col] + (length[sp, col] * u ** COL_POWER[col]).astype(np.int64)
     tokens[slot] = word
     # Avoid "X X" when two content slots in a row draw the same word (slot 0 never
     # repeats: every piece starts with a fixed word or follows the separator).

@@ -25,10 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from citeval.cli import duckdb_memory_setting
 from citeval.errors import InputDataError
 from citeval.io import parquet_glob, write_json, write_parquet
 from citeval.layout import QUERY_PAPERS
+from citeval.memory import duckdb_memory_setting
 
 NODES_FILE = "nodes.parquet"
 EDGES_FILE = "edges.parquet"
@@ -76,7 +76,7 @@ def build_training_graph(
 ) -> dict[str, Any]:
     """Write the citations without the ``held_out`` papers (by source name); return the report.
 
-    ``memory_limit`` is the config's ``ingest.memory_limit`` (no default here: the schema's
+    ``memory_limit`` is the config's ``jobs.memory_limit`` (no default here: the schema's
     is the only one).
     """
     citations = Path(citations_dir)

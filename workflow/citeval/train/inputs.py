@@ -24,9 +24,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from citeval.cli import duckdb_memory_setting
 from citeval.errors import InputDataError
 from citeval.io import atomic_path, file_fingerprint, parquet_glob
+from citeval.memory import duckdb_memory_setting
 from citeval.models import build_text
 
 LOG = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def write_triplet_texts(
 
     Anchors are papers of ``anchor_papers`` when given (the local task's contexts, in
     ``query_papers/``), else of ``papers_dir`` like the positives and negatives.
-    ``memory_limit`` is the config's ``ingest.memory_limit``.
+    ``memory_limit`` is the config's ``jobs.memory_limit``.
     """
     triplets = Path(triplets_path)
     if not triplets.is_file():

@@ -1,7 +1,7 @@
 """What merge holds whatever its ``--memory-limit``, and the limit to suggest instead.
 
-DuckDB gets 3/4 of the limit (``cli.duckdb_memory_bytes``) and spills beyond it; the
-rest covers the Arrow batches being written. Some memory does not shrink with the limit:
+DuckDB gets 3/4 of the limit (``citeval.memory.duckdb_memory_bytes``) and spills beyond
+it; the rest covers the Arrow batches being written. Some memory does not shrink with the limit:
 a fixed part (the Python process, DuckDB's minimum, the buffers of the row groups in
 flight) and a part per paper (the paper_id and two counts held beside DuckDB, and
 DuckDB's table of paper_ids while the edges are resolved). Both are empirical, measured
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from citeval.cli import memory_bytes
+from citeval.memory import memory_bytes
 
 MERGE_FIXED_BYTES = 600 * 10**6
 MERGE_BYTES_PER_PAPER = 46
@@ -33,11 +33,11 @@ def out_of_memory_message(memory_limit: str, n_papers: int) -> str:
     """Why merge ran out of memory, and the ``--memory-limit`` to try instead."""
     message = f"merge ran out of memory under --memory-limit {memory_limit}"
     if not n_papers:
-        return f"{message}; raise it (ingest.memory_limit in the config)"
+        return f"{message}; raise it (jobs.memory_limit in the config)"
     suggested = suggested_memory_limit(memory_limit, n_papers)
     return (
         f"{message} with {n_papers} papers (merge holds about "
         f"{MERGE_FIXED_BYTES // 10**6} MB + {MERGE_BYTES_PER_PAPER} bytes per paper whatever "
-        f"the limit); raise --memory-limit (ingest.memory_limit in the config) to about "
+        f"the limit); raise --memory-limit (jobs.memory_limit in the config) to about "
         f"{suggested:g}GB"
     )
