@@ -79,3 +79,21 @@ def test_the_plan_asks_the_kind_not_the_name():
         "results/demo/timings/bm25_search/dataset-test/pool-400.rep0.tsv",
         "results/demo/timings/fuse/dataset-test/pool-400.rep0/rrf2.tsv",
     ]
+
+
+def test_the_plan_names_no_system():
+    """No comparison in the plan tests a system's or kind's name (``model == "bm25"``,
+    ``name in ("bm25", ...)``): flow decisions ask the kind."""
+    import ast
+
+    names = {kind.name for kind in KINDS.values()} | set(systems_of(demo_config()))
+    for path in sorted(Path("workflow/citeval/plan").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        compared = {
+            node.value
+            for comparison in ast.walk(tree)
+            if isinstance(comparison, ast.Compare)
+            for node in ast.walk(comparison)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        }
+        assert not compared & names, path
