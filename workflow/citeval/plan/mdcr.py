@@ -78,10 +78,6 @@ class Mdcr:
         """BM25 scores MDCR's pairs with the field level's tuned k1/b."""
         return self.setups.bm25_parameters(MDCR_SETUP, "test")
 
-    def score_kind(self, name: str) -> str:
-        """``mdcr score --kind`` of a system."""
-        return self.systems.kind(name).mdcr_score
-
     @cached_property
     def tables(self) -> list[str]:
         if not self.enabled or "test" not in self.splits:

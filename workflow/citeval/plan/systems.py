@@ -12,7 +12,14 @@ import msgspec
 from citeval.config import Config
 from citeval.layout import Layout, reranked_label, reranked_run
 from citeval.measures import global_metric_cutoffs
-from citeval.systems import ENCODER, RERANKER, System, first_stage_names, systems_of
+from citeval.systems import (
+    ENCODER,
+    RERANKER,
+    System,
+    SystemKind,
+    first_stage_names,
+    systems_of,
+)
 
 
 @dataclass(frozen=True)
@@ -26,10 +33,10 @@ class Systems:
     def by_name(self) -> dict[str, System]:
         return systems_of(self.config)
 
-    def kind(self, name: str):
+    def kind(self, name: str) -> SystemKind:
         return self.by_name[name].kind
 
-    def of_kind(self, kind) -> list[str]:
+    def of_kind(self, kind: SystemKind) -> list[str]:
         return [name for name, system in self.by_name.items() if system.kind is kind]
 
     @cached_property
