@@ -129,6 +129,3 @@ def systems_of(config: Config) -> dict[str, System]:
 def first_stage_names(systems: Iterable[System]) -> list[str]:
     return [system.name for system in systems if system.kind.first_stage]
 
-
-def names_of_kind(systems: Iterable[System], kind: SystemKind) -> list[str]:
-    return [system.name for system in systems if system.kind is kind]
