@@ -128,4 +128,3 @@ def systems_of(config: Config) -> dict[str, System]:
 
 def first_stage_names(systems: Iterable[System]) -> list[str]:
     return [system.name for system in systems if system.kind.first_stage]
-
