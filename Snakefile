@@ -49,6 +49,6 @@ include: "rules/tables.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs,
-    default_target: True

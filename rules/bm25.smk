@@ -11,17 +11,17 @@ rule bm25_analyze:
         filtered=rules.prefilter.output.papers,
     output:
         directory(LAYOUT.bm25_analyzed),
-    params:
-        settings=settings(stages.BM25_ANALYZE),
-    conda:
-        "../envs/bm25.yaml"
     log:
         LAYOUT.log("bm25_analyze"),
     benchmark:
         LAYOUT.timing("bm25_analyze")
+    conda:
+        "../envs/bm25.yaml"
     threads: JOBS.threads("bm25_analyze")
     resources:
         **JOBS.resources("bm25_analyze"),
+    params:
+        settings=settings(stages.BM25_ANALYZE),
     shell:
         "python -m citeval.bm25 analyze --papers {input.corpus:q}/papers "
         "--ids {input.filtered:q} --output {output:q} {params.settings} --threads {threads} "
@@ -35,24 +35,25 @@ rule bm25_index:
         samples=split_sample_dir,
     output:
         directory(LAYOUT.bm25_index(**COLLECTION)),
+    log:
+        LAYOUT.log("bm25_index", *PER_COLLECTION),
+    benchmark:
+        LAYOUT.timing("bm25_index", *PER_COLLECTION)
+    group:
+        BM25.chain
+    conda:
+        "../envs/bm25.yaml"
+    # One thread (citeval.jobs): these jobs are many and run side by side. Any thread count
+    # gives the same index, as Lucene writes it with one (citeval.lucene.WRITER_THREADS;
+    # tests/test_bm25.py builds with 1 and 3).
+    resources:
+        **JOBS.resources("bm25_index"),
     params:
         lucene=lambda wildcards, input: (
             shell_words(["--lucene-papers", f"{input.corpus}/papers"])
             if CONFIG.bm25.searcher == "lucene"
             else ""
         ),
-    conda:
-        "../envs/bm25.yaml"
-    log:
-        LAYOUT.log("bm25_index", *PER_COLLECTION),
-    benchmark:
-        LAYOUT.timing("bm25_index", *PER_COLLECTION)
-    # One thread (citeval.jobs): these jobs are many and run side by side. Any thread count
-    # gives the same index, as Lucene writes it with one (citeval.lucene.WRITER_THREADS;
-    # tests/test_bm25.py builds with 1 and 3).
-    resources:
-        **JOBS.resources("bm25_index"),
-    group: BM25.chain
     shell:
         "python -m citeval.bm25 index --analyzed {input.analyzed:q} {params.lucene} "
         "--pools {input.samples:q}/pools.parquet --group {wildcards.group:q} "
@@ -66,18 +67,18 @@ rule bm25_tune:
         samples=lambda wildcards: LAYOUT.sample_dir(wildcards.setup, "valid"),
     output:
         LAYOUT.bm25_tuning("{setup}"),
-    params:
-        collections=bm25_tuning_collections,
-        settings=settings(stages.BM25_TUNE),
-    conda:
-        "../envs/bm25.yaml"
     log:
         LAYOUT.log("bm25_tune", "{setup}"),
     benchmark:
         LAYOUT.timing("bm25_tune", "{setup}")
+    conda:
+        "../envs/bm25.yaml"
     threads: JOBS.threads("bm25_tune")
     resources:
         **JOBS.resources("bm25_tune"),
+    params:
+        collections=bm25_tuning_collections,
+        settings=settings(stages.BM25_TUNE),
     shell:
         "python -m citeval.bm25 tune --papers {input.corpus:q}/papers --analyzed {input.analyzed:q} "
         "--sample-dir {input.samples:q} {params.collections} {params.settings} "
@@ -92,22 +93,23 @@ rule bm25_search:
         parameters=bm25_parameters,
     output:
         LAYOUT.run(**COLLECTION, model="bm25"),
+    log:
+        LAYOUT.log("bm25_search", *PER_COLLECTION),
+    benchmark:
+        LAYOUT.timing("bm25_search", *PER_COLLECTION)
+    group:
+        BM25.chain
+    conda:
+        "../envs/bm25.yaml"
+    threads: JOBS.threads("bm25_search")
+    resources:
+        **JOBS.resources("bm25_search"),
     params:
         settings=lambda wildcards: settings(
             stages.BM25_SEARCH, k=PLAN.setups.retrieval_k(wildcards.setup)
         ),
         tuned=params_json,
         queries=query_papers,
-    conda:
-        "../envs/bm25.yaml"
-    log:
-        LAYOUT.log("bm25_search", *PER_COLLECTION),
-    benchmark:
-        LAYOUT.timing("bm25_search", *PER_COLLECTION)
-    threads: JOBS.threads("bm25_search")
-    resources:
-        **JOBS.resources("bm25_search"),
-    group: BM25.chain
     shell:
         "python -m citeval.bm25 search --index-dir {input.index:q} "
         "--papers {params.queries:q} --queries {input.samples:q}/queries.parquet "

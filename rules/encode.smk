@@ -10,20 +10,20 @@ rule encode:
         model=trained_model_folder,
     output:
         LAYOUT.embedding_shard("{dense_model}", "{index}"),
-    params:
-        spec=model_spec_json,
-        settings=settings(stages.ENCODE),
-    wildcard_constraints:
-        index=r"\d{5}",
-    conda:
-        "../envs/dense.yaml"
     log:
         LAYOUT.log("encode", "{dense_model}", "shard-{index}"),
     benchmark:
         LAYOUT.timing("encode", "{dense_model}", "shard-{index}")
+    wildcard_constraints:
+        index=r"\d{5}",
+    conda:
+        "../envs/dense.yaml"
     threads: JOBS.threads("encode")
     resources:
         **JOBS.resources("encode"),
+    params:
+        spec=model_spec_json,
+        settings=settings(stages.ENCODE),
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
         "--papers {input.corpus:q}/papers --ids {input.ids:q} --shard-id {wildcards.index:q} "

@@ -7,17 +7,17 @@ rule prefilter:
     output:
         papers=LAYOUT.filtered.papers,
         report=LAYOUT.filtered.report,
-    params:
-        settings=settings(stages.PREFILTER),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("prefilter"),
     benchmark:
         LAYOUT.timing("prefilter")
+    conda:
+        "../envs/core.yaml"
     threads: JOBS.threads("prefilter")
     resources:
         **JOBS.resources("prefilter"),
+    params:
+        settings=settings(stages.PREFILTER),
     shell:
         "python -m citeval.filter --papers {input:q}/papers --output {output.papers:q} "
         "--report {output.report:q} {params.settings} --threads {threads} 2> {log:q}"

@@ -9,20 +9,20 @@ rule fuse:
         ],
     output:
         LAYOUT.run(**COLLECTION, model="{fusion}"),
+    log:
+        LAYOUT.log("fuse", *PER_COLLECTION, "{fusion}"),
+    benchmark:
+        LAYOUT.timing("fuse", *PER_COLLECTION, "{fusion}")
+    conda:
+        "../envs/core.yaml"
+    resources:
+        **JOBS.resources("fuse"),
     params:
         settings=lambda wildcards: settings(
             stages.FUSE,
             k=PLAN.systems.fusions[wildcards.fusion].k,
             depth=PLAN.setups.retrieval_k(wildcards.setup),
         ),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("fuse", *PER_COLLECTION, "{fusion}"),
-    benchmark:
-        LAYOUT.timing("fuse", *PER_COLLECTION, "{fusion}")
-    resources:
-        **JOBS.resources("fuse"),
     shell:
         "python -m citeval.fusion --runs {input:q} {params.settings} "
         "--output {output:q} --tag {wildcards.fusion:q} 2> {log:q}"

@@ -9,24 +9,29 @@ rule dense_retrieve:
         queries=query_embeddings,
     output:
         run=LAYOUT.run(**COLLECTION, model="{dense_model}"),
-    params:
-        embeddings=lambda wildcards: LAYOUT.embeddings(wildcards.dense_model),
-        queries=lambda wildcards, input: (
-            shell_words(["--query-embeddings", Path(input.queries).parent]) if input.queries else ""
-        ),
-        similarity=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["similarity"],
-        pooling=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["pooling"],
-        settings=lambda wildcards: settings(stages.RETRIEVE, k=PLAN.setups.retrieval_k(wildcards.setup)),
-    conda:
-        "../envs/dense.yaml"
     log:
         LAYOUT.log("dense_retrieve", *PER_COLLECTION, "{dense_model}"),
     benchmark:
         LAYOUT.timing("dense_retrieve", *PER_COLLECTION, "{dense_model}")
+    group:
+        ENCODER.chain
+    conda:
+        "../envs/dense.yaml"
     threads: JOBS.threads("dense_retrieve")
     resources:
         **JOBS.resources("dense_retrieve"),
-    group: ENCODER.chain
+    params:
+        embeddings=lambda wildcards: LAYOUT.embeddings(wildcards.dense_model),
+        queries=lambda wildcards, input: (
+            shell_words(["--query-embeddings", Path(input.queries).parent])
+            if input.queries
+            else ""
+        ),
+        similarity=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["similarity"],
+        pooling=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["pooling"],
+        settings=lambda wildcards: settings(
+            stages.RETRIEVE, k=PLAN.setups.retrieval_k(wildcards.setup)
+        ),
     shell:
         "python -m citeval.retrieve --embeddings {params.embeddings:q} "
         "--similarity {params.similarity:q} --pooling {params.pooling:q} "

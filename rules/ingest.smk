@@ -9,17 +9,17 @@ rule ingest_parse:
         shard_input,
     output:
         directory(LAYOUT.staging("{shard}")),
-    params:
-        format=lambda wildcards: PLAN.shards[wildcards.shard][0],
-        settings=settings(stages.INGEST_PARSE),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("ingest_parse", "{shard}"),
     benchmark:
         LAYOUT.timing("ingest_parse", "{shard}")
+    conda:
+        "../envs/core.yaml"
     resources:
         **JOBS.resources("ingest_parse"),
+    params:
+        format=lambda wildcards: PLAN.shards[wildcards.shard][0],
+        settings=settings(stages.INGEST_PARSE),
     shell:
         "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest parse --format {params.format:q} "
         "--input {input:q} --output-dir {output:q} {params.settings} 2> {log:q}"
@@ -30,17 +30,17 @@ rule ingest_merge:
         [LAYOUT.staging(shard) for shard in sorted(PLAN.shards)],
     output:
         directory(LAYOUT.corpus),
-    params:
-        settings=settings(stages.INGEST_MERGE),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("ingest_merge"),
     benchmark:
         LAYOUT.timing("ingest_merge")
+    conda:
+        "../envs/core.yaml"
     threads: JOBS.threads("ingest_merge")
     resources:
         **JOBS.resources("ingest_merge"),
+    params:
+        settings=settings(stages.INGEST_MERGE),
     shell:
         "OPENBLAS_NUM_THREADS=1 python -m citeval.ingest merge --staging {input:q} "
         "--output-dir {output:q} {params.settings} --threads {threads} 2> {log:q}"

@@ -9,16 +9,16 @@ rule contexts_extract:
     output:
         table=LAYOUT.contexts_staging("{shard}") + ".parquet",
         report=LAYOUT.contexts_staging("{shard}") + ".json",
-    params:
-        settings=settings(stages.CONTEXTS),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("contexts_extract", "{shard}"),
     benchmark:
         LAYOUT.timing("contexts_extract", "{shard}")
+    conda:
+        "../envs/core.yaml"
     resources:
         **JOBS.resources("contexts_extract"),
+    params:
+        settings=settings(stages.CONTEXTS),
     shell:
         "python -m citeval.contexts extract --input {input:q} --output {output.table:q} "
         "--report {output.report:q} {params.settings} 2> {log:q}"
@@ -32,17 +32,17 @@ rule contexts_merge:
     output:
         table=LAYOUT.contexts.table,
         report=LAYOUT.contexts.report,
-    params:
-        settings=settings(stages.CONTEXTS_MERGE),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("contexts_merge"),
     benchmark:
         LAYOUT.timing("contexts_merge")
+    conda:
+        "../envs/core.yaml"
     threads: JOBS.threads("contexts_merge")
     resources:
         **JOBS.resources("contexts_merge"),
+    params:
+        settings=settings(stages.CONTEXTS_MERGE),
     shell:
         "python -m citeval.contexts merge --staging {input.tables:q} "
         "--reports {input.reports:q} --papers {input.corpus:q}/papers "
@@ -60,19 +60,19 @@ rule local_sample:
         valid=directory(LAYOUT.sample_dir(LOCAL_SETUP, "valid")),
         train=directory(LAYOUT.sample_dir(LOCAL_SETUP, "train")),
         report=LAYOUT.sample_report(LOCAL_SETUP),
-    params:
-        settings=settings(stages.LOCAL_SAMPLE),
-        query_year=PLAN.local.query_year,
-        output_dir=output_folder("report"),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("local_sample"),
     benchmark:
         LAYOUT.timing("local_sample")
+    conda:
+        "../envs/core.yaml"
     threads: JOBS.threads("local_sample")
     resources:
         **JOBS.resources("local_sample"),
+    params:
+        settings=settings(stages.LOCAL_SAMPLE),
+        query_year=PLAN.local.query_year,
+        output_dir=output_folder("report"),
     shell:
         "python -m citeval.local sample --contexts {input.contexts:q} "
         "--filtered {input.filtered:q} --papers {input.corpus:q}/papers "
@@ -89,20 +89,20 @@ if PLAN.training.context_trained:
         output:
             triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
             report=LAYOUT.trained("{trained}", "triplets_report.json"),
-        wildcard_constraints:
-            trained=alternatives(PLAN.training.context_trained),
-        params:
-            qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
-            settings=settings(stages.LOCAL_TRIPLETS),
-            output_dir=output_folder("report"),
-        conda:
-            "../envs/core.yaml"
         log:
             LAYOUT.log("local_triplets", "{trained}"),
         benchmark:
             LAYOUT.timing("local_triplets", "{trained}")
+        wildcard_constraints:
+            trained=alternatives(PLAN.training.context_trained),
+        conda:
+            "../envs/core.yaml"
         resources:
             **JOBS.resources("local_triplets"),
+        params:
+            qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
+            settings=settings(stages.LOCAL_TRIPLETS),
+            output_dir=output_folder("report"),
         shell:
             "python -m citeval.local triplets --run {input.run:q} "
             "--qrels {params.qrels:q} "
@@ -116,20 +116,20 @@ rule encode_local_queries:
         model=trained_model_folder,
     output:
         LAYOUT.query_embedding_shard("{dense_model}", "{split}"),
+    log:
+        LAYOUT.log("encode_local_queries", "{dense_model}", "{split}"),
+    benchmark:
+        LAYOUT.timing("encode_local_queries", "{dense_model}", "{split}")
+    conda:
+        "../envs/dense.yaml"
+    threads: JOBS.threads("encode_local_queries")
+    resources:
+        **JOBS.resources("encode_local_queries"),
     params:
         spec=model_spec_json,
         settings=settings(stages.ENCODE, num_shards=1),
         query_papers=lambda wildcards: LAYOUT.query_papers(wildcards.split),
         query_ids=lambda wildcards: LAYOUT.query_ids(wildcards.split),
-    conda:
-        "../envs/dense.yaml"
-    log:
-        LAYOUT.log("encode_local_queries", "{dense_model}", "{split}"),
-    benchmark:
-        LAYOUT.timing("encode_local_queries", "{dense_model}", "{split}")
-    threads: JOBS.threads("encode_local_queries")
-    resources:
-        **JOBS.resources("encode_local_queries"),
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
         "--papers {params.query_papers:q} --ids {params.query_ids:q} --shard-id 0 "
@@ -143,6 +143,14 @@ rule local_tables:
     output:
         tsv=report_item(LAYOUT.table("local_{split}"), "local_table", "Tables"),
         markdown=LAYOUT.table("local_{split}", "md"),
+    log:
+        LAYOUT.log("local_tables", "{split}"),
+    benchmark:
+        LAYOUT.timing("local_tables", "{split}")
+    conda:
+        "../envs/core.yaml"
+    resources:
+        **JOBS.resources("local_tables"),
     params:
         metrics=lambda wildcards: shell_words(
             word
@@ -155,14 +163,6 @@ rule local_tables:
             f"(citing papers of {PLAN.local.query_year})"
         ),
         settings=settings(stages.LOCAL_TABLES),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("local_tables", "{split}"),
-    benchmark:
-        LAYOUT.timing("local_tables", "{split}")
-    resources:
-        **JOBS.resources("local_tables"),
     shell:
         "python -m citeval.local tables {params.metrics} --query-papers {params.query_papers:q} "
         "--title {params.title:q} {params.settings} --output {output.tsv:q} 2> {log:q}"
@@ -179,11 +179,6 @@ if PLAN.local.reranker:
             corpus=rules.ingest_merge.output,
         output:
             directory(LAYOUT.local_reranker_model(PLAN.local.reranker)),
-        params:
-            qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
-            queries=lambda wildcards, input: shell_words(
-                ["--query-papers", f"{input.samples}/query_papers", "--add-cited"]
-            ),
         log:
             LAYOUT.log("local_rerank_train"),
         benchmark:
@@ -191,6 +186,11 @@ if PLAN.local.reranker:
         threads: JOBS.threads("local_rerank_train")
         resources:
             **JOBS.resources("local_rerank_train"),
+        params:
+            qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
+            queries=lambda wildcards, input: shell_words(
+                ["--query-papers", f"{input.samples}/query_papers", "--add-cited"]
+            ),
 
     use rule rerank as local_rerank with:
         input:
@@ -208,10 +208,6 @@ if PLAN.local.reranker:
             timing=LAYOUT.rerank_timing(
                 PLAN.local.reranker, LOCAL_SETUP, "{split}", LOCAL_COLLECTION, "{first_stage}"
             ),
-        params:
-            ks=shell_words(PLAN.local.ks),
-            tag_prefix=reranked_label("{first_stage}", PLAN.local.reranker, ""),
-            queries=context_query_papers,
         log:
             LAYOUT.log("local_rerank", "{split}", "{first_stage}"),
         benchmark:
@@ -219,6 +215,10 @@ if PLAN.local.reranker:
         threads: JOBS.threads("local_rerank")
         resources:
             **JOBS.resources("local_rerank"),
+        params:
+            ks=shell_words(PLAN.local.ks),
+            tag_prefix=reranked_label("{first_stage}", PLAN.local.reranker, ""),
+            queries=context_query_papers,
 
     rule local_oracle:
         input:
@@ -226,18 +226,18 @@ if PLAN.local.reranker:
             samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
         output:
             LAYOUT.run(LOCAL_SETUP, "{split}", LOCAL_COLLECTION, oracle_run("{first_stage}", "{k}")),
-        wildcard_constraints:
-            k=r"\d+",
-        params:
-            qrels=lambda wildcards: LAYOUT.qrels(LOCAL_SETUP, wildcards.split, LOCAL_COLLECTION),
-        conda:
-            "../envs/core.yaml"
         log:
             LAYOUT.log("local_oracle", "{split}", "{first_stage}", "{k}"),
         benchmark:
             LAYOUT.timing("local_oracle", "{split}", "{first_stage}", "{k}")
+        wildcard_constraints:
+            k=r"\d+",
+        conda:
+            "../envs/core.yaml"
         resources:
             **JOBS.resources("local_oracle"),
+        params:
+            qrels=lambda wildcards: LAYOUT.qrels(LOCAL_SETUP, wildcards.split, LOCAL_COLLECTION),
         shell:
             "python -m citeval.local oracle --run {input.run:q} --qrels {params.qrels:q} "
             "--k {wildcards.k} --output {output:q} 2> {log:q}"
@@ -264,18 +264,18 @@ if PLAN.local.reranker:
                 LOCAL_COLLECTION,
                 oracle_run("{first_stage}", "{k}"),
             ),
-        wildcard_constraints:
-            k=r"\d+",
-        params:
-            ks=lambda wildcards: wildcards.k,
-            tag_prefix=reranked_label(oracle_run("{first_stage}", ""), PLAN.local.reranker, ""),
         log:
             LAYOUT.log("local_rerank_oracle", "{split}", "{first_stage}", "{k}"),
         benchmark:
             LAYOUT.timing("local_rerank_oracle", "{split}", "{first_stage}", "{k}")
+        wildcard_constraints:
+            k=r"\d+",
         threads: JOBS.threads("local_rerank_oracle")
         resources:
             **JOBS.resources("local_rerank_oracle"),
+        params:
+            ks=lambda wildcards: wildcards.k,
+            tag_prefix=reranked_label(oracle_run("{first_stage}", ""), PLAN.local.reranker, ""),
 
     rule local_tradeoff:
         input:
@@ -284,18 +284,18 @@ if PLAN.local.reranker:
             LAYOUT.table("local_tradeoff"),
             LAYOUT.table("local_tradeoff", "md"),
             report_item(LAYOUT.table("local_tradeoff", "png"), "local_tradeoff", "Figures"),
-        params:
-            arguments=tradeoff_arguments(PLAN.local.tradeoff),
-            title="Local citation recommendation: reranking trade-off (test split)",
-            output_dir=output_folder(),
-        conda:
-            "../envs/core.yaml"
         log:
             LAYOUT.log("local_tradeoff"),
         benchmark:
             LAYOUT.timing("local_tradeoff")
+        conda:
+            "../envs/core.yaml"
         resources:
             **JOBS.resources("local_tradeoff"),
+        params:
+            arguments=tradeoff_arguments(PLAN.local.tradeoff),
+            title="Local citation recommendation: reranking trade-off (test split)",
+            output_dir=output_folder(),
         shell:
             "python -m citeval.rerank tradeoff {params.arguments} --title {params.title:q} "
             "--output-dir {params.output_dir:q} --name local_tradeoff 2> {log:q}"

@@ -10,11 +10,20 @@ rule mdcr_build:
         corpus=rules.ingest_merge.output,
         filtered=rules.prefilter.output.papers,
         types_from=lambda wildcards: PLAN.mdcr.types_from(split_of_file(wildcards)),
+    output:
+        **{role: LAYOUT.mdcr_file("{mdcr_file}", role) for role in MDCR_FILES},
+    log:
+        LAYOUT.log("mdcr_build", "{mdcr_file}"),
+    benchmark:
+        LAYOUT.timing("mdcr_build", "{mdcr_file}")
     # The published file names say val where every other file says valid.
     wildcard_constraints:
         mdcr_file="test|val",
-    output:
-        **{role: LAYOUT.mdcr_file("{mdcr_file}", role) for role in MDCR_FILES},
+    conda:
+        "../envs/core.yaml"
+    threads: JOBS.threads("mdcr_build")
+    resources:
+        **JOBS.resources("mdcr_build"),
     params:
         settings=settings(stages.MDCR_BUILD, models=PLAN.mdcr.build_models),
         types_from=lambda wildcards, input: (
@@ -23,15 +32,6 @@ rule mdcr_build:
         split=split_of_file,
         runs=lambda wildcards: LAYOUT.runs_dir("field", split_of_file(wildcards)),
         output_dir=output_folder("benchmark"),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("mdcr_build", "{mdcr_file}"),
-    benchmark:
-        LAYOUT.timing("mdcr_build", "{mdcr_file}")
-    threads: JOBS.threads("mdcr_build")
-    resources:
-        **JOBS.resources("mdcr_build"),
     shell:
         "python -m citeval.mdcr build --split {params.split:q} --samples {input.samples:q} "
         "--runs {params.runs:q} --corpus {input.corpus:q} --filtered {input.filtered:q} "
@@ -45,19 +45,19 @@ rule mdcr_score_bm25:
         parameters=mdcr_bm25_parameters,
     output:
         LAYOUT.mdcr_scores("{mdcr_split}", BM25_SYSTEM),
-    params:
-        name=BM25_SYSTEM,
-        settings=settings(stages.MDCR_SCORE_BM25),
-        tuned=params_json,
-    conda:
-        "../envs/bm25.yaml"
     log:
         LAYOUT.log("mdcr_score", "{mdcr_split}", BM25_SYSTEM),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", BM25_SYSTEM)
+    conda:
+        "../envs/bm25.yaml"
     threads: JOBS.threads(BM25.mdcr_job)
     resources:
         **JOBS.resources(BM25.mdcr_job),
+    params:
+        name=BM25_SYSTEM,
+        settings=settings(stages.MDCR_SCORE_BM25),
+        tuned=params_json,
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {params.name:q} --kind bm25 {params.settings} {params.tuned} "
@@ -73,6 +73,15 @@ rule mdcr_score_dense:
         model=trained_model_folder,
     output:
         LAYOUT.mdcr_scores("{mdcr_split}", "{dense_model}"),
+    log:
+        LAYOUT.log("mdcr_score", "{mdcr_split}", "{dense_model}"),
+    benchmark:
+        LAYOUT.timing("mdcr_score", "{mdcr_split}", "{dense_model}")
+    conda:
+        "../envs/dense.yaml"
+    threads: JOBS.threads(ENCODER.mdcr_job)
+    resources:
+        **JOBS.resources(ENCODER.mdcr_job),
     params:
         spec=model_spec_json,
         embeddings=lambda wildcards, input: (
@@ -81,15 +90,6 @@ rule mdcr_score_dense:
             else ""
         ),
         settings=settings(stages.MDCR_SCORE_DENSE),
-    conda:
-        "../envs/dense.yaml"
-    log:
-        LAYOUT.log("mdcr_score", "{mdcr_split}", "{dense_model}"),
-    benchmark:
-        LAYOUT.timing("mdcr_score", "{mdcr_split}", "{dense_model}")
-    threads: JOBS.threads(ENCODER.mdcr_job)
-    resources:
-        **JOBS.resources(ENCODER.mdcr_job),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {wildcards.dense_model:q} --kind dense --model-json {params.spec} "
@@ -106,18 +106,18 @@ rule mdcr_score_fusion:
         ],
     output:
         LAYOUT.mdcr_scores("{mdcr_split}", "{fusion}"),
-    params:
-        settings=lambda wildcards: settings(
-            stages.MDCR_SCORE_FUSION, k=PLAN.systems.fusions[wildcards.fusion].k
-        ),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "{fusion}"),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", "{fusion}")
+    conda:
+        "../envs/core.yaml"
     resources:
         **JOBS.resources(FUSION.mdcr_job),
+    params:
+        settings=lambda wildcards: settings(
+            stages.MDCR_SCORE_FUSION, k=PLAN.systems.fusions[wildcards.fusion].k
+        ),
     shell:
         "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
         "--model {wildcards.fusion:q} --kind rrf --inputs {input.scores:q} "
@@ -132,12 +132,12 @@ rule mdcr_evaluate:
     output:
         means=LAYOUT.mdcr_eval("{mdcr_split}", "{model}"),
         per_query=LAYOUT.mdcr_eval("{mdcr_split}", "{model}", per_query=True),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("mdcr_evaluate", "{mdcr_split}", "{model}"),
     benchmark:
         LAYOUT.timing("mdcr_evaluate", "{mdcr_split}", "{model}")
+    conda:
+        "../envs/core.yaml"
     resources:
         **JOBS.resources("mdcr_evaluate"),
     shell:
@@ -155,6 +155,14 @@ rule mdcr_tables:
         LAYOUT.table("table3_mdcr", "md"),
         report_item(LAYOUT.table("table4_mdcr_types"), "table4", "Tables"),
         LAYOUT.table("table4_mdcr_types", "md"),
+    log:
+        LAYOUT.log("mdcr_tables"),
+    benchmark:
+        LAYOUT.timing("mdcr_tables")
+    conda:
+        "../envs/core.yaml"
+    resources:
+        **JOBS.resources("mdcr_tables"),
     params:
         evaluations=lambda wildcards, input: shell_words(
             f"{model}={path}" for model, path in zip(PLAN.mdcr.models, input.evaluations)
@@ -164,14 +172,6 @@ rule mdcr_tables:
         ),
         settings=settings(stages.MDCR_TABLES),
         output_dir=output_folder(),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("mdcr_tables"),
-    benchmark:
-        LAYOUT.timing("mdcr_tables")
-    resources:
-        **JOBS.resources("mdcr_tables"),
     shell:
         "python -m citeval.mdcr tables --evaluations {params.evaluations} "
         "--per-query {params.per_query} {params.settings} "

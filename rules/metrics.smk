@@ -7,6 +7,16 @@ rule metrics:
         samples=split_sample_dir,
     output:
         LAYOUT.metrics(**COLLECTION, model="{model}"),
+    log:
+        LAYOUT.log("metrics", *PER_COLLECTION, "{model}"),
+    benchmark:
+        LAYOUT.timing("metrics", *PER_COLLECTION, "{model}")
+    group:
+        lambda wildcards: PLAN.systems.chain_of_metrics(wildcards.model)
+    conda:
+        "../envs/core.yaml"
+    resources:
+        **JOBS.resources("metrics"),
     params:
         qrels=lambda wildcards: LAYOUT.qrels(
             wildcards.setup, wildcards.split, collection_of(wildcards)
@@ -14,16 +24,6 @@ rule metrics:
         settings=lambda wildcards: settings(
             stages.METRICS, cutoffs=PLAN.metric_cutoffs(wildcards.setup)
         ),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("metrics", *PER_COLLECTION, "{model}"),
-    benchmark:
-        LAYOUT.timing("metrics", *PER_COLLECTION, "{model}")
-    resources:
-        **JOBS.resources("metrics"),
-    group:
-        lambda wildcards: PLAN.systems.chain_of_metrics(wildcards.model)
     shell:
         "python -m citeval.metrics --run {input.run:q} --qrels {params.qrels:q} "
         "{params.settings} --missing-as-zero --output {output:q} 2> {log:q}"

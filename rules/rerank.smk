@@ -17,21 +17,21 @@ rule rerank_train:
         corpus=rules.ingest_merge.output,
     output:
         directory(LAYOUT.reranker_model(RERANK_NAME)),
+    log:
+        LAYOUT.log("rerank_train"),
+    benchmark:
+        LAYOUT.timing("rerank_train")
+    conda:
+        "../envs/dense.yaml"
+    threads: JOBS.threads("rerank_train")
+    resources:
+        **JOBS.resources("rerank_train"),
     params:
         qrels=LAYOUT.qrels(TRAIN_SETUP, "train", PLAN.rerank.train_collection),
         # The queries' texts: the corpus's papers here, the contexts in the local task.
         queries="",
         settings=settings(stages.RERANK_TRAIN),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
-    conda:
-        "../envs/dense.yaml"
-    log:
-        LAYOUT.log("rerank_train"),
-    benchmark:
-        LAYOUT.timing("rerank_train")
-    threads: JOBS.threads("rerank_train")
-    resources:
-        **JOBS.resources("rerank_train"),
     shell:
         "python -m citeval.rerank train --run {input.run:q} --qrels {params.qrels:q} "
         "--papers {input.corpus:q}/papers {params.queries} --output-dir {params.output_dir:q} "
@@ -47,25 +47,27 @@ rule rerank:
     output:
         runs=[
             LAYOUT.run(**COLLECTION, model=name)
-            for name in (reranked_run("{first_stage}", RERANK_NAME, k) for k in PLAN.systems.rerank_ks)
+            for name in (
+                reranked_run("{first_stage}", RERANK_NAME, k) for k in PLAN.systems.rerank_ks
+            )
         ],
         timing=LAYOUT.rerank_timing(RERANK_NAME, **COLLECTION, first_stage="{first_stage}"),
+    log:
+        LAYOUT.log("rerank", *PER_COLLECTION, "{first_stage}"),
+    benchmark:
+        LAYOUT.timing("rerank", *PER_COLLECTION, "{first_stage}")
     wildcard_constraints:
         setup="dataset|field",
+    conda:
+        "../envs/dense.yaml"
+    threads: JOBS.threads("rerank")
+    resources:
+        **JOBS.resources("rerank"),
     params:
         settings=settings(stages.RERANK),
         ks=shell_words(PLAN.systems.rerank_ks),
         tag_prefix=reranked_label("{first_stage}", RERANK_NAME, ""),
         queries="",
-    conda:
-        "../envs/dense.yaml"
-    log:
-        LAYOUT.log("rerank", *PER_COLLECTION, "{first_stage}"),
-    benchmark:
-        LAYOUT.timing("rerank", *PER_COLLECTION, "{first_stage}")
-    threads: JOBS.threads("rerank")
-    resources:
-        **JOBS.resources("rerank"),
     shell:
         "python -m citeval.rerank rerank --model {input.model:q} --papers {input.corpus:q}/papers "
         "{params.queries} --run {input.run:q} --ks {params.ks} --outputs {output.runs:q} "
@@ -83,22 +85,21 @@ if RERANKER:
         output:
             split=directory(LAYOUT.sample_dir("dataset", "train")),
             report=LAYOUT.sample_report("train"),
-        params:
-            settings=settings(stages.SAMPLE_TRAIN),
-            output_dir=lambda wildcards, output: Path(output.report).parent,
-        conda:
-            "../envs/core.yaml"
         log:
             LAYOUT.log("sample_train"),
         benchmark:
             LAYOUT.timing("sample_train")
+        conda:
+            "../envs/core.yaml"
         threads: JOBS.threads("sample_train")
         resources:
             **JOBS.resources("sample_train"),
+        params:
+            settings=settings(stages.SAMPLE_TRAIN),
+            output_dir=lambda wildcards, output: Path(output.report).parent,
         shell:
             "python -m citeval.sample train --filtered {input.filtered:q} --corpus {input.corpus:q} "
             "--output-dir {params.output_dir:q} {params.settings} --threads {threads} 2> {log:q}"
-
 
     rule mdcr_score_rerank:
         input:
@@ -106,23 +107,22 @@ if RERANKER:
             model=rules.rerank_train.output,
         output:
             LAYOUT.mdcr_scores("{mdcr_split}", RERANKER),
-        params:
-            name=RERANKER,
-            settings=settings(stages.MDCR_SCORE_RERANK),
-        conda:
-            "../envs/dense.yaml"
         log:
             LAYOUT.log("mdcr_score", "{mdcr_split}", RERANKER),
         benchmark:
             LAYOUT.timing("mdcr_score", "{mdcr_split}", RERANKER)
+        conda:
+            "../envs/dense.yaml"
         threads: JOBS.threads(RERANKER_KIND.mdcr_job)
         resources:
             **JOBS.resources(RERANKER_KIND.mdcr_job),
+        params:
+            name=RERANKER,
+            settings=settings(stages.MDCR_SCORE_RERANK),
         shell:
             "python -m citeval.mdcr score --benchmark {input.benchmark:q} --data {input.data:q} "
             "--model {params.name:q} --kind cross-encoder --model-dir {input.model:q} "
             "{params.settings} --threads {threads} --output {output:q} 2> {log:q}"
-
 
     rule rerank_tradeoff:
         input:
@@ -131,18 +131,18 @@ if RERANKER:
             LAYOUT.table("tradeoff"),
             LAYOUT.table("tradeoff", "md"),
             report_item(LAYOUT.table("tradeoff", "png"), "tradeoff", "Figures"),
-        params:
-            arguments=tradeoff_arguments(PLAN.rerank.tradeoff),
-            title=f"Reranking trade-off, dataset-level {PLAN.rerank.tradeoff_collection}",
-            output_dir=output_folder(),
-        conda:
-            "../envs/core.yaml"
         log:
             LAYOUT.log("rerank_tradeoff"),
         benchmark:
             LAYOUT.timing("rerank_tradeoff")
+        conda:
+            "../envs/core.yaml"
         resources:
             **JOBS.resources("rerank_tradeoff"),
+        params:
+            arguments=tradeoff_arguments(PLAN.rerank.tradeoff),
+            title=f"Reranking trade-off, dataset-level {PLAN.rerank.tradeoff_collection}",
+            output_dir=output_folder(),
         shell:
             "python -m citeval.rerank tradeoff {params.arguments} --title {params.title:q} "
             "--output-dir {params.output_dir:q} 2> {log:q}"

@@ -12,22 +12,22 @@ rule sample:
         test=directory(LAYOUT.sample_dir("{setup}", "test")),
         valid=directory(LAYOUT.sample_dir("{setup}", "valid")),
         report=LAYOUT.sample_report("{setup}"),
+    log:
+        LAYOUT.log("sample", "{setup}"),
+    benchmark:
+        LAYOUT.timing("sample", "{setup}")
     wildcard_constraints:
         setup="dataset|field",
+    conda:
+        "../envs/core.yaml"
+    threads: JOBS.threads("sample")
+    resources:
+        **JOBS.resources("sample"),
     params:
         settings=lambda wildcards: settings(
             stages.SAMPLE_DATASET if wildcards.setup == "dataset" else stages.SAMPLE_FIELD
         ),
         output_dir=lambda wildcards, output: Path(output.report).parent,
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("sample", "{setup}"),
-    benchmark:
-        LAYOUT.timing("sample", "{setup}")
-    threads: JOBS.threads("sample")
-    resources:
-        **JOBS.resources("sample"),
     shell:
         "python -m citeval.sample {wildcards.setup:q} --filtered {input.filtered:q} "
         "--corpus {input.corpus:q} --output-dir {params.output_dir:q} {params.settings} "
@@ -39,12 +39,12 @@ rule embed_ids:
         PLAN.encoders.sample_dirs,
     output:
         LAYOUT.embed_ids,
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("embed_ids"),
     benchmark:
         LAYOUT.timing("embed_ids")
+    conda:
+        "../envs/core.yaml"
     resources:
         **JOBS.resources("embed_ids"),
     shell:

@@ -10,7 +10,17 @@ rule tables:
         corpus_inputs=[path for _, path in PLAN.shards.values()],
     output:
         provenance=LAYOUT.table("provenance", "json"),
-        tables=[report_item(path, caption, "Tables") for caption, path in PLAN.outputs.tables.items()],
+        tables=[
+            report_item(path, caption, "Tables") for caption, path in PLAN.outputs.tables.items()
+        ],
+    log:
+        LAYOUT.log("tables"),
+    benchmark:
+        LAYOUT.timing("tables")
+    conda:
+        "../envs/core.yaml"
+    resources:
+        **JOBS.resources("tables"),
     params:
         setups=shell_words(PLAN.setups.names),
         models=shell_words(PLAN.systems.label(model) for model in PLAN.systems.runs),
@@ -27,14 +37,6 @@ rule tables:
         ),
         results=output_folder("provenance", levels=2),
         output_dir=output_folder("provenance"),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("tables"),
-    benchmark:
-        LAYOUT.timing("tables")
-    resources:
-        **JOBS.resources("tables"),
     shell:
         "python -m citeval.tables --results {params.results:q} --setups {params.setups} "
         "--models {params.models} {params.rerank_models} {params.settings} "
@@ -47,18 +49,20 @@ rule plots:
         [table for _, table in PLAN.outputs.plot_sources.values()],
     output:
         [report_item(LAYOUT.plot(name), name, "Figures") for name in PLAN.outputs.plot_sources],
-    params:
-        tables=shell_words(
-            word for flag, table in PLAN.outputs.plot_sources.values() for word in (f"--{flag}", table)
-        ),
-        output_dir=output_folder(),
-    conda:
-        "../envs/core.yaml"
     log:
         LAYOUT.log("plots"),
     benchmark:
         LAYOUT.timing("plots")
+    conda:
+        "../envs/core.yaml"
     resources:
         **JOBS.resources("plots"),
+    params:
+        tables=shell_words(
+            word
+            for flag, table in PLAN.outputs.plot_sources.values()
+            for word in (f"--{flag}", table)
+        ),
+        output_dir=output_folder(),
     shell:
         "python -m citeval.plots {params.tables} --output-dir {params.output_dir:q} 2> {log:q}"

@@ -12,6 +12,15 @@ rule train_graph:
         nodes=f"{LAYOUT.train_graph}/nodes.parquet",
         edges=f"{LAYOUT.train_graph}/edges.parquet",
         report=f"{LAYOUT.train_graph}/report.json",
+    log:
+        LAYOUT.log("train_graph"),
+    benchmark:
+        LAYOUT.timing("train_graph")
+    conda:
+        "../envs/core.yaml"
+    threads: JOBS.threads("train_graph")
+    resources:
+        **JOBS.resources("train_graph"),
     params:
         held_out=lambda wildcards, input: shell_words(
             [*(w for d in input.splits for w in ("--held-out-split", d))]
@@ -19,15 +28,6 @@ rule train_graph:
         ),
         settings=settings(stages.TRAIN_GRAPH),
         output_dir=output_folder("report"),
-    conda:
-        "../envs/core.yaml"
-    log:
-        LAYOUT.log("train_graph"),
-    benchmark:
-        LAYOUT.timing("train_graph")
-    threads: JOBS.threads("train_graph")
-    resources:
-        **JOBS.resources("train_graph"),
     shell:
         "python -m citeval.train graph --citations {input.corpus:q}/citations "
         "{params.held_out} --output-dir {params.output_dir:q} {params.settings} "
@@ -41,18 +41,18 @@ rule train_graph_embedding:
     output:
         embedding=f"{LAYOUT.train_graph}/embedding.npy",
         meta=f"{LAYOUT.train_graph}/embedding.json",
-    params:
-        graph=output_folder("meta"),
-        settings=settings(stages.TRAIN_EMBED_GRAPH),
-    conda:
-        "../envs/train.yaml"
     log:
         LAYOUT.log("train_graph_embedding"),
     benchmark:
         LAYOUT.timing("train_graph_embedding")
+    conda:
+        "../envs/train.yaml"
     threads: JOBS.threads("train_graph_embedding")
     resources:
         **JOBS.resources("train_graph_embedding"),
+    params:
+        graph=output_folder("meta"),
+        settings=settings(stages.TRAIN_EMBED_GRAPH),
     shell:
         "python -m citeval.train embed-graph --graph {params.graph:q} {params.settings} "
         "--threads {threads} 2> {log:q}"
@@ -73,22 +73,22 @@ rule train_triplets:
     output:
         triplets=LAYOUT.trained("{trained}", "triplets.parquet"),
         report=LAYOUT.trained("{trained}", "triplets_report.json"),
+    log:
+        LAYOUT.log("train_triplets", "{trained}"),
+    benchmark:
+        LAYOUT.timing("train_triplets", "{trained}")
     wildcard_constraints:
         trained=alternatives(PLAN.training.graph_trained),
+    conda:
+        "../envs/train.yaml"
+    threads: JOBS.threads("train_triplets")
+    resources:
+        **JOBS.resources("train_triplets"),
     params:
         graph=LAYOUT.train_graph,
         sampler=lambda wildcards: PLAN.training.models[wildcards.trained].sampler,
         settings=settings(stages.TRAIN_TRIPLETS),
         output_dir=lambda wildcards, output: Path(output.report).parent,
-    conda:
-        "../envs/train.yaml"
-    log:
-        LAYOUT.log("train_triplets", "{trained}"),
-    benchmark:
-        LAYOUT.timing("train_triplets", "{trained}")
-    threads: JOBS.threads("train_triplets")
-    resources:
-        **JOBS.resources("train_triplets"),
     shell:
         "python -m citeval.train triplets --graph {params.graph:q} "
         "--filtered {input.filtered:q} --output-dir {params.output_dir:q} "
@@ -102,9 +102,21 @@ rule train_encoder:
         anchors=lambda wildcards: PLAN.training.anchor_sample_dirs(wildcards.trained),
     output:
         directory(LAYOUT.trained("{trained}", "model")),
+    log:
+        LAYOUT.log("train_encoder", "{trained}"),
+    benchmark:
+        LAYOUT.timing("train_encoder", "{trained}")
+    conda:
+        "../envs/train.yaml"
+    threads: JOBS.threads("train_encoder")
+    resources:
+        **JOBS.resources("train_encoder"),
     params:
         base=lambda wildcards: shlex.quote(
-            json.dumps(PLAN.systems.model_specs[PLAN.training.models[wildcards.trained].base], sort_keys=True)
+            json.dumps(
+                PLAN.systems.model_specs[PLAN.training.models[wildcards.trained].base],
+                sort_keys=True,
+            )
         ),
         settings=settings(stages.TRAIN_FIT),
         sampler=lambda wildcards: shell_words(
@@ -113,15 +125,6 @@ rule train_encoder:
             )
         ),
         output_dir=lambda wildcards, output: Path(output[0]).parent,
-    conda:
-        "../envs/train.yaml"
-    log:
-        LAYOUT.log("train_encoder", "{trained}"),
-    benchmark:
-        LAYOUT.timing("train_encoder", "{trained}")
-    threads: JOBS.threads("train_encoder")
-    resources:
-        **JOBS.resources("train_encoder"),
     shell:
         "python -m citeval.train fit --triplets {input.triplets:q} "
         "--papers {input.corpus:q}/papers --output-dir {params.output_dir:q} "
