@@ -24,7 +24,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "workflow"
-RULE = re.compile(r"^(?:rule|checkpoint) (\w+):", re.M)
+# A rule at any indentation (rules inside ``if`` blocks too); a ``use rule`` block ends the
+# rule before it and runs its base rule's command, checked there.
+RULE = re.compile(r"^[ \t]*(?:rule (\w+)|checkpoint (\w+)|use rule \w+ as (\w+) with):", re.M)
 COMMAND = re.compile(r"python -m (citeval(?:\.\w+)*)(?: ([a-z][a-z-]*))?")
 WORD = re.compile(r"--[a-z-]+ ([a-z][a-z0-9-]*)\b")
 CONDA = re.compile(r'conda:\s*\n\s*"\.\./(envs/[\w.-]+\.yaml)"')
@@ -43,7 +45,7 @@ def rule_commands() -> list[tuple[str, str, str, str | None, frozenset[str]]]:
         starts = [match.start() for match in RULE.finditer(text)] + [len(text)]
         for start, end in itertools.pairwise(starts):
             block = text[start:end]
-            name = RULE.match(block).group(1)
+            name = next(group for group in RULE.match(block).groups() if group)
             env = CONDA.search(block)
             words = frozenset(WORD.findall(block))
             for module, command in COMMAND.findall(block):
