@@ -18,7 +18,7 @@ from citeval.layout import (
 )
 from citeval.measures import local_metric_cutoffs
 from citeval.plan.rerank import Tradeoff, tradeoff
-from citeval.plan.systems import Systems
+from citeval.plan.systems import Systems, reranked_runs
 from citeval.plan.training import Training
 
 
@@ -70,13 +70,7 @@ class Local:
     @cached_property
     def reranked_runs(self) -> dict[str, tuple[str, int]]:
         """Reranked local run name -> (first stage, K)."""
-        if not self.reranker:
-            return {}
-        return {
-            reranked_run(first_stage, self.reranker, k): (first_stage, k)
-            for first_stage in self.config.local.rerank.first_stages
-            for k in self.ks
-        }
+        return reranked_runs(self.config.local.rerank.first_stages, self.reranker, self.ks)
 
     @cached_property
     def oracle_runs(self) -> dict[str, tuple[str, int]]:

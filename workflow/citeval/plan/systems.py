@@ -3,6 +3,7 @@ registry the encoders load from."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,6 +21,16 @@ from citeval.systems import (
     first_stage_names,
     systems_of,
 )
+
+
+def reranked_runs(
+    first_stages: Iterable[str], reranker: str | None, ks: Iterable[int]
+) -> dict[str, tuple[str, int]]:
+    """Each first stage reranked at each K: run name -> (first stage, K); none without a
+    reranker."""
+    if not reranker:
+        return {}
+    return {reranked_run(first, reranker, k): (first, k) for first in first_stages for k in ks}
 
 
 @dataclass(frozen=True)
@@ -74,13 +85,7 @@ class Systems:
     @cached_property
     def reranked_runs(self) -> dict[str, tuple[str, int]]:
         """Reranked run name -> (first stage, K)."""
-        if not self.reranker:
-            return {}
-        return {
-            reranked_run(first_stage, self.reranker, k): (first_stage, k)
-            for first_stage in self.config.rerank.first_stages
-            for k in self.rerank_ks
-        }
+        return reranked_runs(self.config.rerank.first_stages, self.reranker, self.rerank_ks)
 
     @cached_property
     def runs(self) -> list[str]:
