@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from citeval import stages
 from citeval.config import load_config
 from citeval.layout import LOCAL_COLLECTION, LOCAL_SETUP, MDCR_FILES, MDCR_SPLIT_OF_FILE
-from citeval.layout import WILDCARDS, oracle_run, reranked_label, reranked_run
+from citeval.layout import QUERY_PAPERS, WILDCARDS, oracle_run, reranked_label, reranked_run
 from citeval.systems import BM25, BM25_SYSTEM, ENCODER, FUSION, RERANKER as RERANKER_KIND
 from citeval.commands import fit_sampler_arguments, settings_flags, shell_words
 from citeval.commands import tradeoff_arguments
@@ -84,7 +84,7 @@ def query_papers(wildcards, input):
 
 def context_query_papers(wildcards, input):
     """The rerank command's flag for queries that are contexts (the local task)."""
-    return shell_words(["--query-papers", f"{input.samples}/query_papers"])
+    return shell_words(["--query-papers", f"{input.samples}/{QUERY_PAPERS}"])
 
 
 def query_embeddings(wildcards):

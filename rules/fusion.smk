@@ -5,7 +5,7 @@ rule fuse:
     input:
         lambda wildcards: [
             LAYOUT.run(wildcards.setup, wildcards.split, collection_of(wildcards), name)
-            for name in PLAN.systems.fusions[wildcards.fusion].runs
+            for name in PLAN.systems.members(wildcards.fusion)
         ],
     output:
         LAYOUT.run(**COLLECTION, model="{fusion}"),

@@ -188,8 +188,8 @@ if PLAN.local.reranker:
             **JOBS.resources("local_rerank_train"),
         params:
             qrels=LAYOUT.qrels(LOCAL_SETUP, "train", LOCAL_COLLECTION),
-            queries=lambda wildcards, input: shell_words(
-                ["--query-papers", f"{input.samples}/query_papers", "--add-cited"]
+            queries=lambda wildcards, input: (
+                context_query_papers(wildcards, input) + " --add-cited"
             ),
 
     use rule rerank as local_rerank with:

@@ -102,7 +102,7 @@ rule mdcr_score_fusion:
         unpack(mdcr_files),
         scores=lambda wildcards: [
             LAYOUT.mdcr_scores(wildcards.mdcr_split, name)
-            for name in PLAN.systems.fusions[wildcards.fusion].runs
+            for name in PLAN.systems.members(wildcards.fusion)
         ],
     output:
         LAYOUT.mdcr_scores("{mdcr_split}", "{fusion}"),
