@@ -136,6 +136,24 @@ class ModelEntry(Section):
     dtype: Literal["auto", "float32", "float16", "bfloat16"]
     similarity: Literal["ip", "l2", "cosine"]
     adapter: str | None
+    query_prompt: str | None
+    document_prompt: str | None
+
+
+# Prompts a registry entry leaves unset are left out of its builtins: the entry's JSON,
+# which the encode jobs take as a parameter and fingerprint, stays what it was before
+# prompts existed, so models without prompts keep their jobs and checkpoints.
+UNSET_WHEN_NULL = ("query_prompt", "document_prompt")
+
+
+def model_entry_builtins(entry: ModelEntry) -> dict[str, Any]:
+    """A registry entry as plain data, unset prompts left out."""
+    values = msgspec.to_builtins(entry)
+    return {
+        key: value
+        for key, value in values.items()
+        if not (key in UNSET_WHEN_NULL and value is None)
+    }
 
 
 class Encode(Section):

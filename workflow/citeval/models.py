@@ -3,11 +3,14 @@
 A registry entry (``models.<name>`` in the config) becomes a :class:`ModelSpec`; an
 :class:`Encoder` loads it and turns (title, abstract) pairs into vectors.
 
-Loading. Every model goes through ``transformers.AutoTokenizer`` / ``AutoModel``, whether
-``path`` is an HF id, a local folder or ``package:<module>``. A sentence-transformers folder
-(one with ``modules.json``) is read by locating its Transformer module's sub-folder; its own
-pooling and normalisation modules are ignored, because pooling is always done here, from
-the configured ``pooling``, so that ``cls``, ``mean`` and ``aspire`` are exact and tested.
+Loading. Every model's transformer goes through ``transformers.AutoTokenizer`` /
+``AutoModel``, whether ``path`` is an HF id, a local folder or ``package:<module>``, so that
+batching, fp16 and ``max_length`` are citeval's. A plain transformers folder (the paper
+models) is pooled by the configured ``pooling``. A sentence-transformers folder (one with
+``modules.json``) is run as sentence-transformers runs it: its Transformer's weights here,
+then its Pooling, Dense, Normalize, ... modules by sentence-transformers' own classes
+(:mod:`citeval.st_modules`, which refuses by name a module it cannot run), with its
+prompts (or the configured ones) before the text of a query or a candidate.
 
 Input text. ``title + tokenizer.sep_token + abstract``, as SPECTER's reference code builds
 it (the abstract may be empty).
@@ -55,6 +58,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from citeval import st_modules
 from citeval.batching import (
     TokenizerPool,
     Tokens,
@@ -62,7 +66,13 @@ from citeval.batching import (
     token_budget_batches,
     tokenizer_processes,
 )
-from citeval.config import ModelEntry, entry_with_defaults, fill_defaults, schema_node
+from citeval.config import (
+    UNSET_WHEN_NULL,
+    ModelEntry,
+    entry_with_defaults,
+    fill_defaults,
+    schema_node,
+)
 from citeval.errors import CitevalError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -95,6 +105,8 @@ class ModelSpec:
     dtype: str = SPEC_DEFAULTS["dtype"]
     similarity: str = SPEC_DEFAULTS["similarity"]
     adapter: str | None = SPEC_DEFAULTS["adapter"]
+    query_prompt: str | None = SPEC_DEFAULTS["query_prompt"]
+    document_prompt: str | None = SPEC_DEFAULTS["document_prompt"]
 
     @classmethod
     def from_config(cls, name: str, entry: Mapping[str, Any]) -> ModelSpec:
@@ -125,6 +137,9 @@ class ModelSpec:
         """The config entry (every key, defaults filled), e.g. for ``--model-json``."""
         entry = dataclasses.asdict(self)
         del entry["name"]
+        for key in UNSET_WHEN_NULL:
+            if entry[key] is None:
+                del entry[key]
         return entry
 
     def to_json(self) -> str:
@@ -224,28 +239,6 @@ def transformer_dir(path: str) -> str:
         if str(module.get("type", "")).rsplit(".", 1)[-1] == "Transformer":
             return str(Path(path) / module.get("path", ""))
     raise CitevalError(f"{modules_file}: no Transformer module in this sentence-transformers model")
-
-
-def _sentence_transformers_pooling(path: str) -> str | None:
-    """The pooling a sentence-transformers folder declares (cls/mean/...), if any."""
-    modules_file = Path(path) / "modules.json"
-    if not modules_file.is_file():
-        return None
-    for module in json.loads(modules_file.read_text()):
-        if str(module.get("type", "")).rsplit(".", 1)[-1] != "Pooling":
-            continue
-        config_file = Path(path) / module.get("path", "") / "config.json"
-        if not config_file.is_file():
-            return None
-        config = json.loads(config_file.read_text())
-        if "pooling_mode" in config:
-            return str(config["pooling_mode"])
-        for key, value in config.items():
-            if key.startswith("pooling_mode_") and value is True:
-                return (
-                    key.removeprefix("pooling_mode_").removesuffix("_token").removesuffix("_tokens")
-                )
-    return None
 
 
 def resolve_device(device: str) -> Any:
@@ -436,21 +429,25 @@ class PaperTokenizer:
     max_length: int
     aspire: bool
 
-    def texts(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> list[str]:
+    def texts(
+        self, titles: Sequence[str | None], abstracts: Sequence[str | None], prompt: str = ""
+    ) -> list[str]:
         sep = self.tokenizer.sep_token
         return [
-            build_text(title, abstract, sep)
+            prompt + build_text(title, abstract, sep)
             for title, abstract in zip(titles, abstracts, strict=True)
         ]
 
-    def __call__(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Tokens:
+    def __call__(
+        self, titles: Sequence[str | None], abstracts: Sequence[str | None], prompt: str = ""
+    ) -> Tokens:
         sep = self.tokenizer.sep_token
         parts: list[Tokens] = []
         for begin in range(0, len(titles), TOKENIZE_BATCH):
             part_titles = titles[begin : begin + TOKENIZE_BATCH]
             part_abstracts = abstracts[begin : begin + TOKENIZE_BATCH]
             encoding = self.tokenizer(
-                self.texts(part_titles, part_abstracts),
+                self.texts(part_titles, part_abstracts, prompt),
                 truncation=True,
                 max_length=self.max_length,
                 padding=False,
@@ -535,16 +532,16 @@ class Encoder:
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(spec.dtype, self.device)
         root = resolve_model_path(spec.path)
-        model_dir = transformer_dir(root) if os.path.isdir(root) else root
-        declared = _sentence_transformers_pooling(root) if os.path.isdir(root) else None
-        if declared is not None and declared != spec.pooling:
-            log.warning(
-                "model %s: the sentence-transformers folder declares %s pooling; using the "
-                "configured %s pooling",
-                spec.name,
-                declared,
-                spec.pooling,
-            )
+        folder = root if os.path.isdir(root) else st_modules.hub_folder(root)
+        self.st_root = folder if st_modules.is_folder(folder) else None
+        self.prompts = st_modules.resolve_prompts(
+            spec.query_prompt, spec.document_prompt, self.st_root
+        )
+        if spec.multi_vector and (self.prompts.query or self.prompts.document):
+            # A prompt would shift the title and sentence spans ASPIRE pools over.
+            raise CitevalError(f"model {spec.name!r}: aspire pooling takes no prompts")
+        modules = self._read_modules() if self.st_root is not None else []
+        model_dir = str(Path(self.st_root) / modules[0].folder) if modules else root
         self.tokenizer = _hf_load(AutoTokenizer, model_dir, spec, "tokenizer")
         if not getattr(self.tokenizer, "is_fast", False):
             raise CitevalError(
@@ -560,6 +557,7 @@ class Encoder:
         self.model.to(device=self.device, dtype=self.dtype)
         self.model.eval()
         self.dim = int(self.model.config.hidden_size)
+        self.modules = self._load_modules(modules[1:])
         self.max_length = self._max_length()
         self.batch_tokens = resolve_batch_tokens(spec.batch_tokens, self.device)
         self._torch = torch
@@ -580,6 +578,85 @@ class Encoder:
             str(self.dtype).removeprefix("torch."),
         )
 
+    def _read_modules(self) -> list[st_modules.Module]:
+        """The folder's modules, checked: each one is honoured, or the folder is refused."""
+        spec, root = self.spec, str(self.st_root)
+        modules = st_modules.read_modules(root)
+        st_modules.check_modules(root, modules, spec.name)
+        if spec.multi_vector and len(modules) > 2:
+            raise CitevalError(
+                f"model {spec.name!r}: aspire pools the Transformer's sentences itself and "
+                f"cannot honour {modules[2].describe(root)}"
+            )
+        settings = st_modules.transformer_config(root, modules[0])
+        if settings.get("do_lower_case"):
+            raise CitevalError(
+                f"model {spec.name!r}: cannot honour {modules[0].describe(root)}: it lower-cases "
+                "its input (do_lower_case), which citeval's tokenization does not"
+            )
+        self._folder_max_length = settings.get("max_seq_length")
+        return modules
+
+    def _load_modules(self, modules: Sequence[st_modules.Module]) -> list[tuple[str, Any]]:
+        """The modules after the Transformer, by sentence-transformers' classes, in float32
+        on the device; a Pooling by cls or mean whose prompt tokens count is done by
+        :func:`cls_pool` / :func:`mean_pool` (``"cls"``/``"mean"``), which the paper models
+        share, so that a folder and its plain transformer give the same vectors.
+
+        ASPIRE keeps its own pooling: the folder's Pooling is not run.
+        """
+        if self.spec.multi_vector or not modules:
+            return []
+        root = str(self.st_root)
+        loaded: list[tuple[str, Any]] = []
+        for position, module in enumerate(modules):
+            instance = st_modules.load_module(root, module)
+            if module.kind == "Pooling":
+                mode = instance.pooling_mode
+                prompt_counts = instance.include_prompt or not (
+                    self.prompts.query or self.prompts.document
+                )
+                if mode in ("cls", "mean") and prompt_counts and position == 0:
+                    if mode != self.spec.pooling:
+                        raise CitevalError(
+                            f"model {self.spec.name!r}: {module.describe(root)} pools by "
+                            f"{mode}, but models.{self.spec.name}.pooling is "
+                            f"{self.spec.pooling}; set it to {mode}"
+                        )
+                    loaded.append((mode, None))
+                    continue
+                log.info(
+                    "model %s: pooling by the folder's %s (pooling_mode %s, include_prompt %s)",
+                    self.spec.name,
+                    module.describe(root),
+                    mode,
+                    instance.include_prompt,
+                )
+            instance.to(device=self.device, dtype=self._torch_float32())
+            instance.eval()
+            loaded.append(("module", instance))
+        for _, instance in loaded:
+            if instance is not None and hasattr(instance, "get_embedding_dimension"):
+                self.dim = int(instance.get_embedding_dimension())
+        return loaded
+
+    @staticmethod
+    def _torch_float32() -> Any:
+        import torch
+
+        return torch.float32
+
+    @property
+    def normalizes(self) -> bool:
+        """Whether the folder's last module L2-normalises the vector (cosine then needs
+        no second pass, which would change the last bits)."""
+        if not self.modules or self.modules[-1][1] is None:
+            return False
+        last = self.modules[-1][1]
+        return type(last).__name__ == "Normalize" and (
+            last.module_output_name == "sentence_embedding"
+        )
+
     def _load_with_adapter(self, model_dir: str) -> Any:
         spec = self.spec
         auto_adapter_model = _require_adapters(spec)
@@ -596,6 +673,9 @@ class Encoder:
 
     def _max_length(self) -> int:
         limits = [self.spec.max_length]
+        folder_limit = getattr(self, "_folder_max_length", None)
+        if isinstance(folder_limit, int):
+            limits.append(folder_limit)
         tokenizer_limit = getattr(self.tokenizer, "model_max_length", None)
         if isinstance(tokenizer_limit, int) and tokenizer_limit < _UNBOUNDED_MODEL_MAX_LENGTH:
             limits.append(tokenizer_limit)
@@ -612,21 +692,55 @@ class Encoder:
             )
         return limit
 
-    def texts(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> list[str]:
-        return self.paper_tokenizer.texts(titles, abstracts)
+    def texts(
+        self,
+        titles: Sequence[str | None],
+        abstracts: Sequence[str | None],
+        role: str | None = None,
+    ) -> list[str]:
+        return self.paper_tokenizer.texts(titles, abstracts, self.prompt(role))
 
-    def prepare(self, titles: Sequence[str | None], abstracts: Sequence[str | None]) -> Tokens:
-        """Tokenise (CPU only; safe to run in a thread while the model works on a batch).
+    def prompt(self, role: str | None) -> str:
+        """The prompt of a query (``query``) or a candidate (``document``); ``None`` for
+        inputs that serve as both, which is an error when the two prompts differ."""
+        return self.prompts.of(role, self.spec.name)
+
+    def prepare(
+        self,
+        titles: Sequence[str | None],
+        abstracts: Sequence[str | None],
+        role: str | None = None,
+    ) -> Tokens:
+        """Tokenise (CPU only; safe to run in a thread while the model works on a batch),
+        the prompt of ``role`` first.
 
         On CUDA the papers are split over the tokenizer processes
         (:class:`citeval.batching.TokenizerPool`); elsewhere they are tokenized here.
         """
+        return self._tokenize(titles, abstracts, self.prompt(role))
+
+    def _prompt_length(self, prompt: str) -> int:
+        """The prompt's tokens before the text, as sentence-transformers counts them for a
+        Pooling that leaves the prompt out: its tokens without a trailing special token."""
+        if not prompt:
+            return 0
+        ids = self.tokenizer(prompt)["input_ids"]
+        if ids and ids[-1] in self.tokenizer.all_special_ids:
+            return len(ids) - 1
+        return len(ids)
+
+    def _tokenize(
+        self, titles: Sequence[str | None], abstracts: Sequence[str | None], prompt: str
+    ) -> Tokens:
         if self._pool is None:
-            return self.paper_tokenizer(titles, abstracts)
+            return self.paper_tokenizer(titles, abstracts, prompt)
         size = -(-len(titles) // self._pool.processes) or 1
         pieces = [
             self._pool.submit(
-                "__call__", titles[begin : begin + size], abstracts[begin : begin + size]
+                "__call__",
+                titles[begin : begin + size],
+                abstracts[begin : begin + size],
+                prompt,
             )
             for begin in range(0, len(titles), size)
         ]
@@ -636,12 +750,14 @@ class Encoder:
         """Length-sorted batches within the spec's token budget (and batch size cap)."""
         return token_budget_batches(tokens.lengths, self.batch_tokens, self.spec.batch_size)
 
-    def run(self, tokens: Tokens, progress: Any | None = None) -> Encoded:
-        """Encode prepared inputs in token-budget batches and restore the input order.
+    def run(self, tokens: Tokens, progress: Any | None = None, role: str | None = None) -> Encoded:
+        """Encode prepared inputs (:meth:`prepare` with the same ``role``) in token-budget
+        batches and restore the input order.
 
         Batches go longest first: an out-of-memory batch shows up at the start instead of
         hours in. The vectors stay on the device until the chunk is done (one copy back).
         """
+        prompt_length = self._prompt_length(self.prompt(role)) if self.modules else 0
         torch = self._torch
         if len(tokens) == 0:
             return Encoded(
@@ -678,11 +794,12 @@ class Encoder:
                 else:
                     out = self.model(input_ids=inputs["input_ids"], attention_mask=attention)
                     hidden = out.last_hidden_state
-                    vectors = (
-                        cls_pool(hidden)
-                        if self.spec.pooling == "cls"
-                        else mean_pool(hidden, attention)
-                    )
+                    if self.modules:
+                        vectors = self._run_modules(hidden, attention, prompt_length)
+                    elif self.spec.pooling == "cls":
+                        vectors = cls_pool(hidden)
+                    else:
+                        vectors = mean_pool(hidden, attention)
                     rows.append(members_t)
                 outputs.append(vectors)
                 if progress is not None:
@@ -690,7 +807,7 @@ class Encoder:
             vectors = torch.cat(outputs)
             paper_index = torch.cat(rows)
             sentence = torch.cat(sentences) if sentences else torch.zeros_like(paper_index)
-            if self.spec.similarity == "cosine":
+            if self.spec.similarity == "cosine" and not self.normalizes:
                 vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
             restore = torch.argsort(paper_index * (int(sentence.max()) + 1) + sentence)
             return Encoded(
@@ -699,14 +816,36 @@ class Encoder:
                 sentence=sentence[restore].cpu().numpy().astype(np.int32),
             )
 
+    def _run_modules(self, hidden: Any, attention: Any, prompt_length: int) -> Any:
+        """The folder's modules after the Transformer, on its last layer in float32, as
+        sentence-transformers chains them (a features mapping each module reads and
+        extends)."""
+        features: dict[str, Any] = {
+            "token_embeddings": hidden.float(),
+            "attention_mask": attention,
+        }
+        if prompt_length:
+            features["prompt_length"] = prompt_length
+        for how, module in self.modules:
+            if how == "cls":
+                features["sentence_embedding"] = cls_pool(features["token_embeddings"])
+            elif how == "mean":
+                features["sentence_embedding"] = mean_pool(features["token_embeddings"], attention)
+            else:
+                features = module(features)
+        return features["sentence_embedding"].float()
+
     def encode(
         self,
         titles: Sequence[str | None],
         abstracts: Sequence[str | None],
         progress: Any | None = None,
+        role: str | None = None,
     ) -> Encoded:
-        """Vectors for ``(title, abstract)`` pairs (normalised when similarity is cosine)."""
-        return self.run(self.prepare(titles, abstracts), progress)
+        """Vectors for ``(title, abstract)`` pairs (normalised when similarity is cosine),
+        with the prompt of ``role`` (``query`` or ``document``; ``None``: both, which
+        needs the two prompts to agree)."""
+        return self.run(self.prepare(titles, abstracts, role), progress, role)
 
 
 def load_encoder(spec: ModelSpec, *, device: str) -> Encoder:

@@ -8,9 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import msgspec
-
-from citeval.config import Config
+from citeval.config import Config, model_entry_builtins
 from citeval.layout import Layout, reranked_label, reranked_run
 from citeval.measures import global_metric_cutoffs
 from citeval.systems import (
@@ -124,7 +122,7 @@ class Systems:
     def model_specs(self) -> dict[str, dict[str, Any]]:
         """Every model's registry entry; a train.models entry is its base's entry loaded
         from the trained folder."""
-        entries = {name: msgspec.to_builtins(e) for name, e in self.config.models.items()}
+        entries = {name: model_entry_builtins(e) for name, e in self.config.models.items()}
         for name, trained in self.config.train.models.items():
             entries[name] = {
                 **entries[trained.base],
