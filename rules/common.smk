@@ -88,10 +88,21 @@ def context_query_papers(wildcards, input):
 
 
 def query_embeddings(wildcards):
-    """The local task's queries are embedded apart from the papers."""
-    if wildcards.setup != LOCAL_SETUP:
-        return []
-    return LAYOUT.query_embedding_shard(wildcards.dense_model, wildcards.split)
+    """The local task's queries, and the query papers of a model whose prompts differ, are
+    embedded apart from the papers (citeval.plan.encoders)."""
+    model, setup, split = wildcards.dense_model, wildcards.setup, wildcards.split
+    return PLAN.encoders.query_shard(model, setup, split) or []
+
+
+def encode_settings(role, **values):
+    """The encode command's settings, plus its --role where the model's prompts differ (in
+    a parameter, not the command: every other model's jobs stay as they were)."""
+
+    def flags(wildcards):
+        role_flags = shell_words(PLAN.encoders.role_flags(wildcards.dense_model, role))
+        return " ".join(filter(None, [settings(stages.ENCODE, **values), role_flags]))
+
+    return flags
 
 
 def bm25_tuning_collections(wildcards):

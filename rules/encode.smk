@@ -23,8 +23,36 @@ rule encode:
         **JOBS.resources("encode"),
     params:
         spec=model_spec_json,
-        settings=settings(stages.ENCODE),
+        settings=encode_settings("document"),
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
         "--papers {input.corpus:q}/papers --ids {input.ids:q} --shard-id {wildcards.index:q} "
         "{params.settings} --threads {threads} --output {output:q} 2> {log:q}"
+
+
+# A split's query papers, embedded with the query prompt, for a model whose query and
+# document prompts differ (citeval.plan.encoders); the papers' store has the document's.
+rule encode_query_papers:
+    input:
+        samples=split_sample_dir,
+        corpus=rules.ingest_merge.output,
+        model=trained_model_folder,
+    output:
+        LAYOUT.query_paper_shard("{dense_model}", "{setup}", "{split}"),
+    log:
+        LAYOUT.log("encode_query_papers", "{dense_model}", "{setup}-{split}"),
+    benchmark:
+        LAYOUT.timing("encode_query_papers", "{dense_model}", "{setup}-{split}")
+    conda:
+        "../envs/dense.yaml"
+    threads: JOBS.threads("encode_query_papers")
+    resources:
+        **JOBS.resources("encode_query_papers"),
+    params:
+        spec=model_spec_json,
+        settings=encode_settings("query", num_shards=1),
+    shell:
+        "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
+        "--papers {input.corpus:q}/papers --ids {input.samples:q}/queries.parquet "
+        "--ids-column query_id --shard-id 0 {params.settings} --threads {threads} "
+        "--output {output:q} 2> {log:q}"

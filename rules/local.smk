@@ -127,7 +127,7 @@ rule encode_local_queries:
         **JOBS.resources("encode_local_queries"),
     params:
         spec=model_spec_json,
-        settings=settings(stages.ENCODE, num_shards=1),
+        settings=encode_settings("query", num_shards=1),
         query_papers=lambda wildcards: LAYOUT.query_papers(wildcards.split),
         query_ids=lambda wildcards: LAYOUT.query_ids(wildcards.split),
     shell:

@@ -49,6 +49,48 @@ def test_wildcard_constraints_match_the_planned_names_only(plan):
     assert not re.fullmatch(switched_off.wildcard_constraints()["fusion"], "rrf")
 
 
+def test_query_papers_get_a_store_of_their_own_only_where_prompts_differ(plan, tmp_path):
+    # The demo's encoders have no prompts: one store, no query jobs, no --role.
+    assert plan.encoders.queries_apart == frozenset()
+    assert plan.encoders.query_shard("minilm", "dataset", "test") is None
+    assert plan.encoders.role_flags("minilm", "document") == []
+    assert "query_prompt" not in plan.systems.model_specs["minilm"]
+    assert plan.encoders.query_shard("minilm", "local", "test") == (
+        "results/demo/local/embeddings/minilm/test/shard-00000.npy"
+    )
+    # Equal prompts: still one store.
+    raw = demo_raw()
+    raw["models"]["minilm"].update(query_prompt="x: ", document_prompt="x: ")
+    assert Plan.from_config(load_config(raw)).encoders.queries_apart == frozenset()
+    # Different prompts, configured: the model and the encoders trained from it.
+    raw["models"]["minilm"]["query_prompt"] = "query: "
+    apart = Plan.from_config(load_config(raw))
+    assert apart.encoders.queries_apart == {
+        "minilm", "minilm_scincl", "minilm_specter", "minilm_local"
+    }  # fmt: skip
+    assert apart.encoders.query_shard("minilm", "field", "valid") == (
+        "results/demo/query_embeddings/minilm/field-valid/shard-00000.npy"
+    )
+    assert apart.encoders.query_shard("minilm", "local", "test") == (
+        "results/demo/local/embeddings/minilm/test/shard-00000.npy"
+    )
+    assert apart.encoders.role_flags("minilm", "query") == ["--role", "query"]
+    assert apart.systems.model_specs["minilm"]["query_prompt"] == "query: "
+    # Different prompts in a sentence-transformers folder this machine holds.
+    folder = tmp_path / "st"
+    folder.mkdir()
+    (folder / "modules.json").write_text("[]")
+    (folder / "config_sentence_transformers.json").write_text(
+        '{"prompts": {"query": "query: ", "passage": "passage: "}}'
+    )
+    raw = demo_raw()
+    raw["models"]["minilm"]["path"] = str(folder)
+    assert "minilm" in Plan.from_config(load_config(raw)).encoders.queries_apart
+    # A folder that is not here yet (an encoder not trained): the configured prompts.
+    raw["models"]["minilm"]["path"] = str(tmp_path / "later")
+    assert Plan.from_config(load_config(raw)).encoders.queries_apart == frozenset()
+
+
 def test_trained_encoders_join_the_registry_as_their_base_loaded_from_their_folder(plan):
     assert set(plan.training.models) == {"minilm_scincl", "minilm_specter", "minilm_local"}
     assert plan.training.graph_trained == ["minilm_scincl", "minilm_specter"]

@@ -57,6 +57,7 @@ NEEDS: dict[str, Need] = {
     "bm25_search": Need(240, 4000, threaded=True),
     # encoders: float16 shards become one float32 matrix of the pool (at most the corpus).
     "encode": Need(480, 8000, threaded=True, model=True),
+    "encode_query_papers": Need(480, 8000, threaded=True, model=True),
     "dense_retrieve": Need(240, 4000, per_input_mb=2.0, threaded=True),
     "fuse": _FAN_IN,
     "metrics": _FAN_IN,

@@ -151,6 +151,15 @@ class Layout:
     def embedding_shard(self, model: str, index: int | str) -> str:
         return _shard_file(self.embeddings(model), index)
 
+    def query_paper_embeddings(self, model: str, setup: str, split: str) -> str:
+        """A model's embeddings of a split's query papers with its query prompt, for a
+        model whose query and document prompts differ (citeval.plan.encoders)."""
+        return f"{self.root}/query_embeddings/{model}/{split_name(setup, split)}"
+
+    def query_paper_shard(self, model: str, setup: str, split: str) -> str:
+        """A split's query papers are few enough for one shard."""
+        return _shard_file(self.query_paper_embeddings(model, setup, split), 0)
+
     def runs_dir(self, setup: str, split: str) -> str:
         return f"{self.root}/runs/{split_name(setup, split)}"
 

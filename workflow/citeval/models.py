@@ -241,6 +241,35 @@ def transformer_dir(path: str) -> str:
     raise CitevalError(f"{modules_file}: no Transformer module in this sentence-transformers model")
 
 
+def model_folder(root: str, *, download: bool) -> str | None:
+    """The sentence-transformers folder of a resolved model path, or None for a plain
+    transformers model. An HF id is looked up in the hub cache, and with ``download`` on
+    the hub."""
+    if os.path.isdir(root):
+        folder: str | None = root
+    else:
+        folder = st_modules.hub_folder(root) if download else st_modules.cached_hub_folder(root)
+    return folder if st_modules.is_folder(folder) else None
+
+
+def model_prompts(spec: ModelSpec, *, download: bool = True) -> st_modules.Prompts:
+    """The query and document prompts of ``spec``: the configured ones, else its folder's.
+
+    ``download=False`` is the plan's view: what this machine holds now. A model that is
+    not here yet (an HF id not downloaded, an encoder not yet trained) has the configured
+    prompts only; if its folder turns out to declare others, the encode job that embeds
+    one store for queries and candidates stops (:meth:`citeval.st_modules.Prompts.of`).
+    """
+    try:
+        root = resolve_model_path(spec.path)
+    except CitevalError:
+        if download:
+            raise
+        root = None
+    folder = None if root is None else model_folder(root, download=download)
+    return st_modules.resolve_prompts(spec.query_prompt, spec.document_prompt, folder)
+
+
 def resolve_device(device: str) -> Any:
     """``auto`` picks CUDA when it is available; asking for CUDA without one is an error."""
     import torch
@@ -532,8 +561,7 @@ class Encoder:
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(spec.dtype, self.device)
         root = resolve_model_path(spec.path)
-        folder = root if os.path.isdir(root) else st_modules.hub_folder(root)
-        self.st_root = folder if st_modules.is_folder(folder) else None
+        self.st_root = model_folder(root, download=True)
         self.prompts = st_modules.resolve_prompts(
             spec.query_prompt, spec.document_prompt, self.st_root
         )

@@ -14,6 +14,7 @@ from citeval.config import load_config_file
 from citeval.encode import DEFAULT_CHUNK_SIZE, encode_shard
 from citeval.errors import ConfigError
 from citeval.models import ModelSpec
+from citeval.st_modules import ROLES
 from citeval.stages import ENCODE
 
 
@@ -53,7 +54,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="config YAML file(s), merged in order, whose `models` section defines --model",
     )
     parser.add_argument("--papers", required=True, help="corpus/papers parquet directory")
-    parser.add_argument("--ids", required=True, help="samples/embed_ids.parquet")
+    parser.add_argument(
+        "--ids",
+        required=True,
+        help="samples/embed_ids.parquet, or a sample's queries.parquet with --ids-column query_id",
+    )
+    parser.add_argument(
+        "--ids-column",
+        choices=("paper_id", "query_id"),
+        default="paper_id",
+        help="the column of --ids that lists the papers (query_id: a queries table's "
+        "distinct queries)",
+    )
+    parser.add_argument(
+        "--role",
+        choices=ROLES,
+        default=None,
+        help="embed the papers as queries or as documents, with that role's prompt; "
+        "without it the store serves both, which a model whose prompts differ refuses",
+    )
     parser.add_argument("--shard-id", type=int, required=True, help="shard to embed, from 0")
     parser.add_argument("--output", required=True, help="embeddings/<model>/shard-IIIII.npy")
     parser.add_argument(
@@ -96,6 +115,8 @@ def command(args: argparse.Namespace) -> None:
         threads=args.threads,
         force=args.force,
         show_progress=not args.no_progress,
+        role=args.role,
+        ids_column=args.ids_column,
     )
 
 

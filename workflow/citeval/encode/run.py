@@ -46,9 +46,13 @@ PARTIAL_DIR = ".partial"
 
 
 def iter_encoded(
-    encoder: Encoder, chunks: Iterator[pa.Table], progress: Any | None = None
+    encoder: Encoder,
+    chunks: Iterator[pa.Table],
+    progress: Any | None = None,
+    role: str | None = None,
 ) -> Iterator[tuple[pa.Table, Encoded]]:
-    """Encode chunks, fetching and tokenising the next one in a thread meanwhile.
+    """Encode chunks as ``role``'s inputs (queries, documents, or ``None``: both), fetching
+    and tokenising the next one in a thread meanwhile.
 
     DuckDB and the Rust tokenizer release the GIL, so the CPU side overlaps the model's
     forward passes (the GPU path needs it to stay busy).
@@ -60,7 +64,7 @@ def iter_encoded(
             return None
         titles = chunk.column("title").to_pylist()
         abstracts = chunk.column("abstract").to_pylist()
-        return chunk, encoder.prepare(titles, abstracts)
+        return chunk, encoder.prepare(titles, abstracts, role)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(fetch_and_prepare)
@@ -70,7 +74,7 @@ def iter_encoded(
                 return
             future = pool.submit(fetch_and_prepare)
             chunk, prepared = item
-            yield chunk, encoder.run(prepared, progress)
+            yield chunk, encoder.run(prepared, progress, role)
 
 
 def _ids_table(chunk: pa.Table, encoded: Encoded, multi_vector: bool) -> pa.Table:
@@ -113,11 +117,15 @@ def encode_shard(
     threads: int = 2,
     force: bool = False,
     show_progress: bool = True,
+    role: str | None = None,
+    ids_column: str = "paper_id",
 ) -> bool:
     """Embed one shard; return False (and do nothing) when its output already exists.
 
     ``encoder`` may be passed to reuse a loaded model across shards; otherwise the model
-    is loaded only when there is work to do.
+    is loaded only when there is work to do. ``role`` picks the prompt (``query`` or
+    ``document``; ``None``: one store for both, as long as the model's prompts agree);
+    ``ids_column`` reads the ids from a queries table (``query_id``).
     """
     if chunk_size < 1:
         raise CitevalError(f"--chunk-size must be at least 1, got {chunk_size}")
@@ -127,7 +135,7 @@ def encode_shard(
         log.info("%s exists; shard %d is already done", output, shard_id)
         return False
     started = time.perf_counter()
-    ids = read_shard_ids(ids_path, shard_id, num_shards)
+    ids = read_shard_ids(ids_path, shard_id, num_shards, ids_column)
     num_chunks = -(-len(ids) // chunk_size)
     partial = output.parent / PARTIAL_DIR / output.name.removesuffix(".npy")
     manifest = {
@@ -139,6 +147,8 @@ def encode_shard(
         "chunk_size": chunk_size,
         "fingerprint": _fingerprint(spec, ids, chunk_size),
     }
+    if role is not None:
+        manifest["role"] = role
     manifest_file = partial / "manifest.json"
     if partial.exists():
         try:
@@ -173,7 +183,7 @@ def encode_shard(
         disable=not show_progress,
         mininterval=5.0,
     ) as bar:
-        for k, (chunk, encoded) in enumerate(iter_encoded(encoder, chunks, bar), start=done):
+        for k, (chunk, encoded) in enumerate(iter_encoded(encoder, chunks, bar, role), start=done):
             write_parquet(
                 _ids_table(chunk, encoded, spec.multi_vector),
                 partial / f"chunk-{k:05d}{IDS_SUFFIX}",

@@ -10,6 +10,7 @@ import itertools
 import os
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from citeval.errors import CitevalError, InputDataError
@@ -24,14 +25,21 @@ def shard_bounds(num_ids: int, shard_id: int, num_shards: int) -> tuple[int, int
     return shard_id * num_ids // num_shards, (shard_id + 1) * num_ids // num_shards
 
 
-def read_shard_ids(ids_path: str | os.PathLike, shard_id: int, num_shards: int) -> pa.Array:
-    """This shard's slice of ``embed_ids.parquet``, checked to be sorted and unique."""
+def read_shard_ids(
+    ids_path: str | os.PathLike, shard_id: int, num_shards: int, column: str = "paper_id"
+) -> pa.Array:
+    """This shard's slice of ``embed_ids.parquet``, checked to be sorted and unique; or,
+    with ``column="query_id"``, of a sample's ``queries.parquet``'s distinct query ids (a
+    query is listed once per collection it belongs to)."""
     try:
-        table = pq.read_table(ids_path, columns=["paper_id"])
+        table = pq.read_table(ids_path, columns=[column])
     except (OSError, pa.ArrowInvalid, KeyError) as error:
-        raise InputDataError(f"cannot read paper ids ({error})", path=str(ids_path)) from error
+        raise InputDataError(f"cannot read {column} ({error})", path=str(ids_path)) from error
+    if column != "paper_id":
+        distinct = pc.unique(table.column(column).combine_chunks().drop_null())
+        table = pa.table({column: distinct.take(pc.array_sort_indices(distinct))})
     begin, end = shard_bounds(table.num_rows, shard_id, num_shards)
-    ids = table.column("paper_id").slice(begin, end - begin).combine_chunks()
+    ids = table.column(column).slice(begin, end - begin).combine_chunks()
     if ids.type != pa.string():
         ids = ids.cast(pa.string())
     if ids.null_count:

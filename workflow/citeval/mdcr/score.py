@@ -195,9 +195,16 @@ def stored_vectors(
 
 
 def encoded_vectors(
-    papers: Sequence[Paper], spec, device: str, normalize: bool = False
+    papers: Sequence[Paper],
+    spec,
+    device: str,
+    normalize: bool = False,
+    *,
+    role: str | None = None,
+    encoder=None,
 ) -> dict[str, np.ndarray]:
-    """Vectors of ``papers`` encoded now, with the store's precision (float16)."""
+    """Vectors of ``papers`` encoded now as ``role``'s inputs (its prompt), with the
+    store's precision (float16)."""
     import faiss
     from tqdm import tqdm
 
@@ -206,9 +213,12 @@ def encoded_vectors(
 
     if not papers:
         return {}
-    encoder = load_encoder(spec, device=device)
+    if encoder is None:
+        encoder = load_encoder(spec, device=device)
     with tqdm(total=len(papers), unit="paper", desc=spec.name, mininterval=5.0) as bar:
-        encoded = encoder.encode([p.title for p in papers], [p.abstract for p in papers], bar)
+        encoded = encoder.encode(
+            [p.title for p in papers], [p.abstract for p in papers], bar, role=role
+        )
     # The store keeps float16 (citeval.embeddings.to_float16, with its overflow check); the
     # same rounding here keeps stored and fresh vectors alike, so a paper scores the same
     # either way.
@@ -231,18 +241,26 @@ def pair_score(query: np.ndarray, candidate: np.ndarray, similarity: str) -> flo
 
 
 def dense_scores(
-    benchmark: Benchmark, vectors: Mapping[str, np.ndarray], similarity: str
+    benchmark: Benchmark,
+    vectors: Mapping[str, np.ndarray],
+    similarity: str,
+    query_vectors: Mapping[str, np.ndarray] | None = None,
 ) -> Scores:
-    """Score every pair from ``{paper_id: rows}``; a paper without rows is an error."""
+    """Score every pair from ``{paper_id: rows}`` (the queries' rows from
+    ``query_vectors`` when given); a paper without rows is an error."""
     pairs = query_candidates(benchmark)
-    missing = sorted(p for p in _needed_papers(benchmark) if p not in vectors)
+    queries = vectors if query_vectors is None else query_vectors
+    candidates = {c for listed in pairs.values() for c in listed}
+    missing = sorted(
+        {q for q in pairs if q not in queries} | {c for c in candidates if c not in vectors}
+    )
     if missing:
         raise InputDataError(
             f"{len(missing)} papers have no vector (no sentence to encode?), first: {missing[:5]}"
         )
     return {
         score_key(query_id, candidate_id): pair_score(
-            vectors[query_id], vectors[candidate_id], similarity
+            queries[query_id], vectors[candidate_id], similarity
         )
         for query_id, candidates in pairs.items()
         for candidate_id in candidates
@@ -257,22 +275,41 @@ def score_dense(
     *,
     device: str,
 ) -> Scores:
-    """Vectors from the store where it has them, the rest encoded; then every pair."""
+    """Vectors from the store where it has them, the rest encoded; then every pair.
+
+    A model whose query prompt differs from its document prompt has its query papers
+    encoded here with the query prompt (the store holds every paper as a candidate)."""
     from citeval.faiss_index import needs_normalization
+    from citeval.models import load_encoder, model_prompts
 
     normalize = needs_normalization(spec.similarity)
+    apart = model_prompts(spec).differ
+    queries = sorted(query_candidates(benchmark))
     needed = _needed_papers(benchmark)
+    if apart:
+        listed = {c for ids in query_candidates(benchmark).values() for c in ids}
+        needed = [p for p in needed if p in listed]
     vectors = {} if store_dir is None else stored_vectors(store_dir, needed, normalize)
     missing = [papers[p] for p in needed if p not in vectors]
     LOG.info(
-        "%s: %d of %d papers from the embedding store, %d to encode",
+        "%s: %d of %d papers from the embedding store, %d to encode%s",
         spec.name,
         len(vectors),
         len(needed),
         len(missing),
+        f", and {len(queries)} queries with the query prompt" if apart else "",
     )
-    vectors.update(encoded_vectors(missing, spec, device, normalize))
-    return dense_scores(benchmark, vectors, spec.similarity)
+    if not apart:
+        vectors.update(encoded_vectors(missing, spec, device, normalize))
+        return dense_scores(benchmark, vectors, spec.similarity)
+    encoder = load_encoder(spec, device=device)
+    vectors.update(
+        encoded_vectors(missing, spec, device, normalize, role="document", encoder=encoder)
+    )
+    query_vectors = encoded_vectors(
+        [papers[q] for q in queries], spec, device, normalize, role="query", encoder=encoder
+    )
+    return dense_scores(benchmark, vectors, spec.similarity, query_vectors)
 
 
 # --- fusion ------------------------------------------------------------------------------

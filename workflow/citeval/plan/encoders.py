@@ -1,4 +1,5 @@
-"""The embedding store: which samples' papers the encoders embed, in how many shards."""
+"""The embedding store: which samples' papers the encoders embed, in how many shards; and
+the query stores of the models whose query and document prompts differ."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from functools import cached_property
 
 from citeval.config import Config
 from citeval.layout import LOCAL_SETUP, Layout
+from citeval.models import ModelSpec, model_prompts
 from citeval.plan.local import Local
 from citeval.plan.mdcr import MDCR_SETUP, Mdcr
 from citeval.plan.rerank import TRAIN_SETUP
@@ -47,3 +49,31 @@ class Encoders:
             self.layout.embedding_shard(model, index)
             for index in range(self.config.encode.num_shards)
         ]
+
+    @cached_property
+    def queries_apart(self) -> frozenset[str]:
+        """The encoders whose query prompt differs from their document prompt (configured,
+        or their folder's where this machine holds it): their queries are embedded apart
+        from the store of candidates, which they embed with the document prompt. Every
+        other encoder embeds each paper once, for both roles."""
+        specs = self.systems.model_specs
+        return frozenset(
+            name
+            for name in self.systems.encoders
+            if model_prompts(ModelSpec.from_config(name, specs[name]), download=False).differ
+        )
+
+    def query_shard(self, model: str, setup: str, split: str) -> str | None:
+        """The store a split's queries are read from when not from the model's store: the
+        local task's contexts always, a global split's query papers when the model's
+        prompts differ (one shard: a split's queries are few)."""
+        if setup == LOCAL_SETUP:
+            return self.layout.query_embedding_shard(model, split)
+        if model in self.queries_apart:
+            return self.layout.query_paper_shard(model, setup, split)
+        return None
+
+    def role_flags(self, model: str, role: str) -> list[str]:
+        """The encode command's ``--role``: only for a model whose prompts differ, so that
+        every other model's commands stay as they were."""
+        return ["--role", role] if model in self.queries_apart else []
