@@ -563,6 +563,37 @@ def test_cli_writes_float16_shard_and_ids(
     assert "models.tiny.pooling" in capsys.readouterr().err
 
 
+def test_cli_embeds_a_splits_query_papers_with_the_query_prompt(
+    tmp_path: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    papers = make_papers(9)
+    papers_dir, _ = write_papers(tmp_path, papers)
+    # A queries table lists a query once per collection it belongs to.
+    queries = tmp_path / "queries.parquet"
+    listed = ["p0005", "p0002", "p0005", "p0007", "p0002"]
+    write_parquet(pa.table({"group": ["a"] * 5, "query_id": listed}), queries)
+    entry = {"path": str(tiny_bert_dir), "pooling": "mean", "query_prompt": "Query: "}
+    output = tmp_path / "query_embeddings" / "tiny" / "shard-00000.npy"
+    argv = [
+        "--model", "tiny", "--model-json", json.dumps(entry), "--papers", str(papers_dir),
+        "--ids", str(queries), "--ids-column", "query_id", "--shard-id", "0",
+        "--num-shards", "1", "--output", str(output), "--device", "cpu", "--no-progress",
+    ]  # fmt: skip
+    assert main([*argv, "--role", "query"]) == 0
+    ids = pq.read_table(ids_path_for(output)).column("paper_id").to_pylist()
+    assert ids == ["p0002", "p0005", "p0007"]
+    chosen = [next(p for p in papers if p["paper_id"] == i) for i in ids]
+    encoder = load_encoder(ModelSpec.from_config("tiny", entry), device="cpu")
+    titles, abstracts = [p["title"] for p in chosen], [p["abstract"] for p in chosen]
+    expected = encoder.encode(titles, abstracts, role="query").vectors
+    np.testing.assert_allclose(np.load(output).astype(np.float32), expected, atol=2e-3)
+    as_documents = encoder.encode(titles, abstracts, role="document").vectors
+    assert not np.allclose(expected, as_documents, atol=2e-3)
+    # Without --role, one store would serve both roles: refused, the model named.
+    assert main([*argv, "--output", str(tmp_path / "both" / "shard-00000.npy")]) != 0
+    assert "model 'tiny': its query prompt 'Query: '" in capsys.readouterr().err
+
+
 def test_empty_shard_writes_empty_outputs(tmp_path: Path, tiny_bert_dir: Path) -> None:
     papers_dir, ids_file = write_papers(tmp_path, make_papers(2))
     output = tmp_path / "emb" / "shard-00000.npy"

@@ -184,6 +184,28 @@ def test_encoded_papers_score_as_the_same_vectors_read_from_a_store(
     assert mixed == pytest.approx(encoded, rel=1e-6)
 
 
+def test_query_papers_get_the_query_prompt_when_the_prompts_differ(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
+    from citeval.models import ModelSpec
+
+    entry = {"path": str(tiny_bert_dir), "pooling": "cls", "similarity": "ip"}
+    spec = ModelSpec.from_config("tiny", {**entry, "query_prompt": "Query: "})
+    scores = score.score_dense(BENCHMARK, PAPERS, spec, device="cpu")
+    ids = sorted(PAPERS)
+    documents = score.encoded_vectors([PAPERS[p] for p in ids], spec, "cpu", role="document")
+    queries = score.encoded_vectors(
+        [PAPERS[q] for q in ("q1", "q2", "q3")], spec, "cpu", role="query"
+    )
+    assert scores == pytest.approx(score.dense_scores(BENCHMARK, documents, "ip", queries))
+    # The store holds every paper with the document prompt: the queries' rows are not read.
+    _stored(tmp_path, ids, np.stack([documents[p][0] for p in ids]))
+    stored = score.score_dense(BENCHMARK, PAPERS, spec, tmp_path / "store", device="cpu")
+    assert stored == pytest.approx(scores, rel=1e-6)
+    plain = score.score_dense(BENCHMARK, PAPERS, ModelSpec.from_config("tiny", entry), device="cpu")
+    assert plain != pytest.approx(scores, rel=1e-6)
+
+
 # --- fusion ------------------------------------------------------------------------------
 
 
