@@ -42,8 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--query-embeddings",
         type=Path,
         default=None,
-        help="embeddings of the queries when they are not papers of --embeddings (the local "
-        "task's contexts: local/embeddings/<model>/<split>)",
+        help="embeddings of the queries when not read from --embeddings: the local task's "
+        "contexts (local/embeddings/<model>/<split>), or the query papers of a model whose "
+        "query prompt differs from its document prompt "
+        "(query_embeddings/<model>/<setup>-<split>)",
     )
     parser.add_argument(
         "--queries", required=True, type=Path, help="samples/<setup>-<split>/queries.parquet"
