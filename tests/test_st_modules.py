@@ -197,6 +197,24 @@ def test_a_module_citeval_cannot_honour_is_refused_by_name(
     assert str(directory / "4_Extra") in message
 
 
+@pytest.mark.parametrize(
+    ("setting", "reason"),
+    [
+        ({"do_lower_case": True}, "do_lower_case"),
+        ({"transformer_task": "fill-mask"}, "transformer_task is 'fill-mask'"),
+    ],
+)
+def test_a_transformer_that_asks_for_more_is_refused(
+    minilm_dense_dir: Path, tmp_path: Path, setting: dict, reason: str
+) -> None:
+    directory = Path(shutil.copytree(minilm_dense_dir, tmp_path / "model"))
+    config_file = directory / "sentence_bert_config.json"
+    config_file.write_text(json.dumps({**json.loads(config_file.read_text()), **setting}))
+    spec = ModelSpec.from_config("t", {"path": str(directory), "pooling": "mean"})
+    with pytest.raises(CitevalError, match=rf"cannot honour module 0 .*Transformer.*{reason}"):
+        load_encoder(spec, device="cpu")
+
+
 def test_a_first_module_other_than_a_transformer_is_refused(tmp_path: Path) -> None:
     directory = tmp_path / "model"
     directory.mkdir()

@@ -617,10 +617,10 @@ class Encoder:
                 f"cannot honour {modules[2].describe(root)}"
             )
         settings = st_modules.transformer_config(root, modules[0])
-        if settings.get("do_lower_case"):
+        reason = st_modules.transformer_difference(settings)
+        if reason:
             raise CitevalError(
-                f"model {spec.name!r}: cannot honour {modules[0].describe(root)}: it lower-cases "
-                "its input (do_lower_case), which citeval's tokenization does not"
+                f"model {spec.name!r}: cannot honour {modules[0].describe(root)}: {reason}"
             )
         self._folder_max_length = settings.get("max_seq_length")
         return modules

@@ -151,20 +151,23 @@ def transformer_config(root: str, module: Module) -> dict[str, Any]:
     return config if isinstance(config, dict) else {}
 
 
-def pooling_config(root: str, module: Module) -> dict[str, Any]:
-    """A Pooling module's settings, legacy ``pooling_mode_*_token(s)`` flags read as
-    ``pooling_mode`` (a mode name, or a list when several are concatenated)."""
-    path = Path(root) / module.folder / "config.json"
-    config = _read_json(path) if path.is_file() else {}
-    if "pooling_mode" not in config:
-        modes = [
-            key.removeprefix("pooling_mode_").removesuffix("_token").removesuffix("_tokens")
-            for key, value in config.items()
-            if key.startswith("pooling_mode_") and value is True
-        ]
-        modes = ["mean_sqrt_len_tokens" if mode == "mean_sqrt_len" else mode for mode in modes]
-        config["pooling_mode"] = modes[0] if len(modes) == 1 else modes
-    return config
+def transformer_difference(settings: Mapping[str, Any]) -> str | None:
+    """Why a Transformer module's settings ask for more than citeval's transformer gives
+    (the text's last hidden layer as token vectors), or None."""
+    if settings.get("do_lower_case"):
+        return "it lower-cases its input (do_lower_case), which citeval's tokenization does not"
+    task = settings.get("transformer_task", "feature-extraction")
+    if task != "feature-extraction":
+        return f"its transformer_task is {task!r}; citeval reads the last hidden layer only"
+    text = (settings.get("modality_config") or {}).get("text", {})
+    if text.get("method", "forward") != "forward" or (
+        text.get("method_output_name", "last_hidden_state") != "last_hidden_state"
+    ):
+        return f"its text input goes through {text}; citeval reads forward's last_hidden_state"
+    output = settings.get("module_output_name", "token_embeddings")
+    if output != "token_embeddings":
+        return f"it writes {output!r}, not token_embeddings"
+    return None
 
 
 def folder_prompts(root: str | os.PathLike | None) -> tuple[str | None, str | None]:
