@@ -16,6 +16,7 @@ rule encode:
         LAYOUT.timing("encode", "{dense_model}", "shard-{index}")
     wildcard_constraints:
         index=r"\d{5}",
+        dense_model=ENCODERS,
     conda:
         "../envs/dense.yaml"
     threads: JOBS.threads("encode")
