@@ -11,8 +11,9 @@ from citeval import stages
 from citeval.config import load_config
 from citeval.layout import LOCAL_COLLECTION, LOCAL_SETUP, MDCR_FILES, MDCR_SPLIT_OF_FILE
 from citeval.layout import QUERY_PAPERS, WILDCARDS, oracle_run, reranked_label, reranked_run
-from citeval.systems import BM25, BM25_SYSTEM, ENCODER, FUSION, RERANKER as RERANKER_KIND
-from citeval.commands import fit_sampler_arguments, settings_flags, shell_words
+from citeval.systems import BM25, BM25_SYSTEM, EMBEDDINGS, ENCODER, FUSION, RUN
+from citeval.systems import RERANKER as RERANKER_KIND
+from citeval.commands import fill_command, fit_sampler_arguments, settings_flags, shell_words
 from citeval.commands import tradeoff_arguments
 from citeval.plan import Plan, alternatives
 from citeval.plan.rerank import TRAIN_SETUP
@@ -36,6 +37,9 @@ CONFIG = load_config(config)
 PLAN = Plan.from_config(CONFIG)
 LAYOUT = PLAN.layout
 RERANKER = PLAN.systems.reranker
+# A wildcard pattern of the encoders alone: their rules share the {dense_model} wildcard
+# with the users' stores, which are imported, not encoded.
+ENCODERS = alternatives(PLAN.systems.encoders)
 # Wildcard placeholders of one collection's files: LAYOUT.run(**COLLECTION, model=...),
 # and of its jobs' logs and benchmarks: LAYOUT.log("metrics", *PER_COLLECTION, "{model}").
 COLLECTION = WILDCARDS

@@ -16,6 +16,7 @@ rule encode:
         LAYOUT.timing("encode", "{dense_model}", "shard-{index}")
     wildcard_constraints:
         index=r"\d{5}",
+        dense_model=ENCODERS,
     conda:
         "../envs/dense.yaml"
     threads: JOBS.threads("encode")
@@ -43,6 +44,8 @@ rule encode_query_papers:
         LAYOUT.log("encode_query_papers", "{dense_model}", "{setup}-{split}"),
     benchmark:
         LAYOUT.timing("encode_query_papers", "{dense_model}", "{setup}-{split}")
+    wildcard_constraints:
+        dense_model=ENCODERS,
     conda:
         "../envs/dense.yaml"
     threads: JOBS.threads("encode_query_papers")

@@ -27,14 +27,19 @@ rule dense_retrieve:
             if input.queries
             else ""
         ),
-        similarity=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["similarity"],
-        pooling=lambda wildcards: PLAN.systems.model_specs[wildcards.dense_model]["pooling"],
+        similarity=lambda wildcards: PLAN.systems.similarity(wildcards.dense_model),
+        # A user's store has no pooling: one vector a paper.
+        pooling=lambda wildcards: shell_words(
+            ["--pooling", PLAN.systems.pooling(wildcards.dense_model)]
+            if PLAN.systems.pooling(wildcards.dense_model)
+            else []
+        ),
         settings=lambda wildcards: settings(
             stages.RETRIEVE, k=PLAN.setups.retrieval_k(wildcards.setup)
         ),
     shell:
         "python -m citeval.retrieve --embeddings {params.embeddings:q} "
-        "--similarity {params.similarity:q} --pooling {params.pooling:q} "
+        "--similarity {params.similarity:q} {params.pooling} "
         "--queries {input.samples:q}/queries.parquet --pools {input.samples:q}/pools.parquet "
         "--group {wildcards.group:q} --rep {wildcards.rep:q} {params.settings} {params.queries} "
         "--threads {threads} --output {output.run:q} --tag {wildcards.dense_model:q} "

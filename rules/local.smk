@@ -120,6 +120,8 @@ rule encode_local_queries:
         LAYOUT.log("encode_local_queries", "{dense_model}", "{split}"),
     benchmark:
         LAYOUT.timing("encode_local_queries", "{dense_model}", "{split}")
+    wildcard_constraints:
+        dense_model=ENCODERS,
     conda:
         "../envs/dense.yaml"
     threads: JOBS.threads("encode_local_queries")

@@ -77,6 +77,8 @@ rule mdcr_score_dense:
         LAYOUT.log("mdcr_score", "{mdcr_split}", "{dense_model}"),
     benchmark:
         LAYOUT.timing("mdcr_score", "{mdcr_split}", "{dense_model}")
+    wildcard_constraints:
+        dense_model=ENCODERS,
     conda:
         "../envs/dense.yaml"
     threads: JOBS.threads(ENCODER.mdcr_job)

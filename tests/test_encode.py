@@ -440,11 +440,11 @@ def test_killed_shard_resumes_after_its_last_checkpoint(
     original_run = encoder.run
     calls: list[int] = []
 
-    def run_then_die(prepared, progress=None):
+    def run_then_die(prepared, progress=None, role=None):
         if len(calls) == 2:
             raise KeyboardInterrupt("killed")
         calls.append(len(prepared))
-        return original_run(prepared, progress)
+        return original_run(prepared, progress, role)
 
     output = tmp_path / "embeddings" / "tiny" / "shard-00000.npy"
     options = {
@@ -465,9 +465,9 @@ def test_killed_shard_resumes_after_its_last_checkpoint(
 
     calls.clear()
 
-    def counting_run(prepared, progress=None):
+    def counting_run(prepared, progress=None, role=None):
         calls.append(len(prepared))
-        return original_run(prepared, progress)
+        return original_run(prepared, progress, role)
 
     encoder.run = counting_run
     assert encode_shard(spec, papers_dir, ids_file, 0, 1, output, encoder=encoder, **options)

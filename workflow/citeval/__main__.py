@@ -19,6 +19,7 @@ STAGES = {
     "bm25": "BM25: analyze, index, tune, search",
     "encode": "embed papers with an encoder, one shard",
     "retrieve": "dense retrieval with Faiss",
+    "external": "check and import your own runs, vectors and MDCR scores",
     "fusion": "reciprocal rank fusion of runs",
     "metrics": "per-query trec_eval metrics of a run",
     "mdcr": "MDCR: build, score, evaluate, tables",

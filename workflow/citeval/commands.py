@@ -5,7 +5,7 @@ encoder's sampler flags). The plan decides; this module only spells it for a she
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from citeval.config import Config
@@ -38,3 +38,14 @@ def fit_sampler_arguments(prefetcher: bool, anchor_papers: str) -> list[str]:
     """``train fit`` flags that follow from the sampler: a prefetcher's anchors are
     contexts, and it trains with in-batch negatives."""
     return ["--loss", "in_batch", "--anchor-papers", anchor_papers] if prefetcher else []
+
+
+def fill_command(template: str, **values: str | int | Sequence[str]) -> str:
+    """A user's command (systems.*.command) with its placeholders filled: each path
+    shell-quoted, a list of paths as quoted words. The config check has made sure the
+    template names no other placeholder."""
+    words = {
+        name: shell_words(value) if isinstance(value, list | tuple) else shlex.quote(str(value))
+        for name, value in values.items()
+    }
+    return template.format(**words)

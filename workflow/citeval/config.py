@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
+import string
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -160,6 +162,44 @@ class Encode(Section):
     models: list[str]
     num_shards: int
     device: Literal["auto", "cpu", "cuda"]
+
+
+class EmbeddingsSystem(Section):
+    store: str | None
+    contexts: str | None
+    similarity: Literal["ip", "l2", "cosine"]
+    command: str | None
+
+
+class RunSystem(Section):
+    runs: str | None
+    mdcr: str | None
+    command: str | None
+    mdcr_command: str | None
+    missing_queries: Literal["error", "zero"]
+
+
+# The placeholders a user's command may use (systems.*.command, mdcr_command): the files
+# the pipeline hands it and the files it writes (docs/contracts.md).
+COMMAND_PLACEHOLDERS = {
+    ("embeddings", "command"): ("papers", "contexts", "store", "contexts_store"),
+    ("runs", "command"): (
+        "queries",
+        "pools",
+        "group",
+        "rep",
+        "query_papers",
+        "papers",
+        "k",
+        "output",
+    ),
+    ("runs", "mdcr_command"): ("benchmark", "data", "output"),
+}
+
+
+class Systems(Section):
+    embeddings: dict[str, EmbeddingsSystem]
+    runs: dict[str, RunSystem]
 
 
 class Faiss(Section):
@@ -356,6 +396,7 @@ class Config(Section):
     metrics: Metrics
     models: dict[str, ModelEntry]
     encode: Encode
+    systems: Systems
     faiss: Faiss
     fusion: list[Fusion]
     tables: Tables
@@ -543,6 +584,47 @@ def _unknown(where: str, names: list[str], known: list[str]) -> None:
         raise ConfigError(f"{where}: {missing} are not among {known}")
 
 
+# A system's name becomes a file name and a run tag, as a fusion's does (schema pattern).
+_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _check_own_system(where: str, entry: EmbeddingsSystem | RunSystem) -> None:
+    """A user's system names its files or the command that writes them, never both."""
+    if not _SYSTEM_NAME.match(where.rpartition(".")[2]):
+        raise ConfigError(f"{where}: a system name may hold only letters, digits and _ . -")
+    files_key = "store" if isinstance(entry, EmbeddingsSystem) else "runs"
+    if (getattr(entry, files_key) is None) == (entry.command is None):
+        raise ConfigError(f"{where}: set exactly one of {files_key} (your files) and command")
+    section = "embeddings" if isinstance(entry, EmbeddingsSystem) else "runs"
+    for (kind, key), known in COMMAND_PLACEHOLDERS.items():
+        template = getattr(entry, key, None) if kind == section else None
+        if template is None:
+            continue
+        try:
+            used = {field for _, field, _, _ in string.Formatter().parse(template) if field}
+        except ValueError as error:
+            raise ConfigError(f"{where}.{key}: {error} in {template!r}") from None
+        unknown = sorted(used - set(known))
+        if unknown:
+            raise ConfigError(
+                f"{where}.{key}: unknown placeholders {unknown}; it may use {list(known)} "
+                "(write {{ and }} for a literal brace)"
+            )
+    if isinstance(entry, EmbeddingsSystem):
+        if entry.command is not None and entry.contexts is not None:
+            raise ConfigError(f"{where}: set contexts or command (it writes both), not both")
+        return
+    if entry.mdcr is not None and entry.mdcr_command is not None:
+        raise ConfigError(f"{where}: set mdcr or mdcr_command, not both")
+    for key, fields in (("runs", ("setup", "split", "collection")), ("mdcr", ("split",))):
+        template = getattr(entry, key)
+        missing = [f"{{{field}}}" for field in fields if f"{{{field}}}" not in (template or "")]
+        if template is not None and missing:
+            raise ConfigError(
+                f"{where}.{key}: the template needs {', '.join(missing)}, got {template!r}"
+            )
+
+
 def check_config(config: Config) -> None:
     """Checks no single key's schema can make: names that must refer to one another."""
     for name, entry in config.train.models.items():
@@ -553,6 +635,15 @@ def check_config(config: Config) -> None:
     registry = [*config.models, *config.train.models]
     _unknown("encode.models", config.encode.models, registry)
     first_stages = [BM25_SYSTEM, *config.encode.models]
+    for section, entries in (
+        ("embeddings", config.systems.embeddings),
+        ("runs", config.systems.runs),
+    ):
+        for name, entry in entries.items():
+            _check_own_system(f"systems.{section}.{name}", entry)
+            if name in first_stages:
+                raise ConfigError(f"systems.{section}.{name}: another system has that name")
+            first_stages.append(name)
     for index, fusion in enumerate(config.fusion):
         if fusion.name in first_stages:
             raise ConfigError(f"fusion[{index}].name {fusion.name!r} is already a model name")
@@ -577,6 +668,13 @@ def check_config(config: Config) -> None:
             )
     if local.enabled:
         _unknown("local.models", local.models, first_stages)
+        for name in local.models:
+            entry = config.systems.embeddings.get(name)
+            if entry is not None and entry.store is not None and entry.contexts is None:
+                raise ConfigError(
+                    f"local.models: {name} ranks contexts by their vectors, but "
+                    f"systems.embeddings.{name} names no contexts store"
+                )
         if not local.input.paths:
             raise ConfigError("local.input.paths names no input (full text or curated contexts)")
         _unknown("local.train.first_stage", [local.train.first_stage], first_stages)

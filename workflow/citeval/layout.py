@@ -169,6 +169,25 @@ class Layout:
     def metrics(self, setup: str, split: str, collection: str, model: str) -> str:
         return f"{self.root}/metrics/{split_name(setup, split)}/{collection}/{model}.tsv"
 
+    # --- users' systems (systems.*) -------------------------------------------------
+
+    def external(self, system: str) -> str:
+        """What a user's system's command writes (its own files stay where they are)."""
+        return f"{self.root}/external/{system}"
+
+    def external_store(self, system: str, contexts: bool = False) -> str:
+        return f"{self.external(system)}/{'contexts' if contexts else 'store'}"
+
+    def external_run(self, system: str, setup: str, split: str, collection: str) -> str:
+        return f"{self.external(system)}/runs/{split_name(setup, split)}/{collection}.trec"
+
+    def external_mdcr_scores(self, system: str, split: str) -> str:
+        return f"{self.external(system)}/mdcr/{split}.json"
+
+    def import_report(self, system: str, *parts: str) -> str:
+        """The import check's counts of a user's file (skipped queries, vectors, ...)."""
+        return f"{self.root}/imports/{system}/{'/'.join(parts)}.json"
+
     # --- MDCR --------------------------------------------------------------------------
 
     @property

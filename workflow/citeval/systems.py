@@ -1,7 +1,8 @@
 """The kinds of system citeval evaluates, each declared once with what it can do.
 
-A *system* is anything that yields a ranking: BM25, a dense encoder, a fusion of other
-systems' runs, a cross-encoder that reranks a first stage. Its *kind* says what the
+A *system* is anything that yields a ranking: BM25, a dense encoder, a user's
+precomputed vectors or TREC runs, a fusion of other systems' runs, a cross-encoder that
+reranks a first stage. Its *kind* says what the
 pipeline can do with it, and every flow decision asks the kind, never a system's name:
 
 * which jobs write one collection's run (their timing records are the run's cost in the
@@ -12,7 +13,8 @@ pipeline can do with it, and every flow decision asks the kind, never a system's
   fused, reranked and listed in the local task), whether it reads embeddings.
 
 :func:`systems_of` lists a config's systems in the one order every table and command
-uses: BM25, the encoders (``encode.models``), the fusions, then the reranker.
+uses: BM25, the encoders (``encode.models``), the user's systems (``systems``), the
+fusions, then the reranker.
 Adding a kind is a :class:`SystemKind` entry in :data:`KINDS` plus the rule that writes
 its runs (docs/architecture.md, "Adding a system kind").
 """
@@ -45,8 +47,9 @@ class SystemKind:
     run_jobs: tuple[str, ...]
     # The job group of a collection's chain (retrieval, then metrics) on a cluster.
     chain: str | None
-    # `mdcr score --kind` word, the need of that job (citeval.jobs) and its conda env.
-    mdcr_score: str
+    # `mdcr score --kind` word (None: its scores are imported), the need of the job that
+    # writes its MDCR scores (citeval.jobs) and its conda env.
+    mdcr_score: str | None
     mdcr_job: str
     mdcr_env: str
     # Its runs come from the corpus alone: fused, reranked, listed in the local task.
@@ -57,6 +60,9 @@ class SystemKind:
     combines: bool = False
     # A config has one system of this kind: its jobs' logs and timings carry no name.
     single: bool = False
+    # Its runs give MDCR's model candidate types when mdcr.models is empty. A user's
+    # system is evaluated on the benchmark but never shapes it unless named there.
+    shapes_mdcr: bool = True
 
 
 BM25 = SystemKind(
@@ -89,6 +95,30 @@ FUSION = SystemKind(
     first_stage=True,
     combines=True,
 )
+# A user's precomputed paper vectors: checked and imported into the embedding store,
+# then retrieved and scored as an encoder's are.
+EMBEDDINGS = SystemKind(
+    name="embeddings",
+    run_jobs=("dense_retrieve",),
+    chain=DENSE_CHAIN,
+    mdcr_score="embeddings",
+    mdcr_job="mdcr_score_embeddings",
+    mdcr_env="dense",
+    first_stage=True,
+    embeds=True,
+    shapes_mdcr=False,
+)
+# A user's TREC runs (and MDCR scores): checked against each collection and imported.
+RUN = SystemKind(
+    name="run",
+    run_jobs=("import_run",),
+    chain=None,
+    mdcr_score=None,
+    mdcr_job="mdcr_import_scores",
+    mdcr_env="core",
+    first_stage=True,
+    shapes_mdcr=False,
+)
 RERANKER = SystemKind(
     name="reranker",
     run_jobs=(),
@@ -99,7 +129,9 @@ RERANKER = SystemKind(
     first_stage=False,
 )
 
-KINDS: dict[str, SystemKind] = {kind.name: kind for kind in (BM25, ENCODER, FUSION, RERANKER)}
+KINDS: dict[str, SystemKind] = {
+    kind.name: kind for kind in (BM25, ENCODER, EMBEDDINGS, RUN, FUSION, RERANKER)
+}
 
 # BM25 has one system per config, named after its kind; the others are named by the user.
 BM25_SYSTEM = BM25.name
@@ -113,13 +145,21 @@ class System:
     kind: SystemKind
     # A fusion's members (the systems whose runs it fuses), in the config's order.
     members: tuple[str, ...] = ()
+    # It has MDCR scores (a run system only where its config gives them).
+    scores_mdcr: bool = True
 
 
 def systems_of(config: Config) -> dict[str, System]:
-    """Every system a config declares, by name, in table order: BM25, encoders, fusions,
-    then the reranker when reranking is on. Names are unique (citeval.config checks)."""
+    """Every system a config declares, by name, in table order: BM25, encoders, the
+    user's embedding stores and runs (``systems``), fusions, then the reranker when
+    reranking is on. Names are unique (citeval.config checks)."""
     systems = [System(BM25_SYSTEM, BM25)]
     systems += [System(name, ENCODER) for name in config.encode.models]
+    systems += [System(name, EMBEDDINGS) for name in config.systems.embeddings]
+    systems += [
+        System(name, RUN, scores_mdcr=entry.mdcr is not None or entry.mdcr_command is not None)
+        for name, entry in config.systems.runs.items()
+    ]
     systems += [System(f.name, FUSION, tuple(f.runs)) for f in config.fusion]
     if config.rerank.enabled:
         systems.append(System(config.rerank.name, RERANKER))

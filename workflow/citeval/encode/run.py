@@ -74,7 +74,7 @@ def iter_encoded(
                 return
             future = pool.submit(fetch_and_prepare)
             chunk, prepared = item
-            yield chunk, encoder.run(prepared, progress, role)
+            yield chunk, encoder.run(prepared, progress, role=role)
 
 
 def _ids_table(chunk: pa.Table, encoded: Encoded, multi_vector: bool) -> pa.Table:

@@ -29,6 +29,8 @@ compared (the pipeline passes them explicitly, also when ``mdcr.models`` is empt
         --output scores/bm25.json
     python -m citeval.mdcr score ... --model minilm --kind dense --model-json '{...}' \
         [--embeddings results/demo/embeddings/minilm] --output scores/minilm.json
+    python -m citeval.mdcr score ... --model lsa --kind embeddings --similarity cosine \
+        --embeddings results/demo/embeddings/lsa --output scores/lsa.json
     python -m citeval.mdcr score ... --model rrf --kind rrf --inputs a.json b.json --k 60 \
         --output scores/rrf.json
     python -m citeval.mdcr score ... --model ce --kind cross-encoder --model-dir OUT/model \
@@ -207,6 +209,10 @@ def score_command(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
         spec = ModelSpec.from_config(args.model, entry)
         scores = score.score_dense(benchmark, papers, spec, args.embeddings, device=args.device)
+    elif args.kind == "embeddings":
+        if args.embeddings is None or args.similarity is None:
+            raise ConfigError("--kind embeddings needs --embeddings and --similarity")
+        scores = score.score_stored(benchmark, args.embeddings, args.similarity)
     elif args.kind == "cross-encoder":
         import torch
 
@@ -313,7 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--data", required=True, type=Path, help="mdcr_<split>_data.jsonl")
     score.add_argument("--model", required=True, help="model name (for the log and the spec)")
     score.add_argument(
-        "--kind", required=True, choices=[kind.mdcr_score for kind in KINDS.values()]
+        "--kind",
+        required=True,
+        choices=[kind.mdcr_score for kind in KINDS.values() if kind.mdcr_score],
     )
     score.add_argument("--output", required=True, type=Path, help="scores JSON to write")
     score.add_argument(
@@ -328,7 +336,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--embeddings",
         type=Path,
         default=None,
-        help="dense: embedding store whose vectors are reused (others are encoded)",
+        help="dense: embedding store whose vectors are reused (others are encoded); "
+        "embeddings: the store every vector comes from",
+    )
+    score.add_argument(
+        "--similarity",
+        choices=("ip", "l2", "cosine"),
+        default=None,
+        help="embeddings: how a query vector scores a candidate's",
     )
     score.add_argument(
         "--model-dir", type=Path, default=None, help="cross-encoder: trained reranker folder"

@@ -2,7 +2,7 @@
 
 ``python -m citeval.mdcr score`` reads a benchmark and its data file (built or imported)
 and writes ``{"<query_id>_<candidate_id>": score}`` for every listed pair, higher meaning
-more relevant. Three kinds of model:
+more relevant. The kinds of model:
 
 * **bm25.** One Lucene index of the data file's papers (every query and candidate of the
   split, ``title + "\\n" + abstract`` as in the pipeline's pool indexes), built in a
@@ -24,6 +24,9 @@ more relevant. Three kinds of model:
   encode stage embeds, and an imported benchmark's papers are not in the store) are
   encoded here from the data file's text and rounded through float16 as the store keeps
   them, so every vector has the same precision. Pairs are computed in float64.
+* **embeddings.** A user's stored vectors (an ``embeddings`` system), scored as dense
+  vectors are; every paper of the benchmark needs one, since there is no model to encode
+  the rest.
 * **rrf.** Reciprocal rank fusion of other models' scores files over each query's
   candidate list, by :func:`citeval.fusion.reciprocal_rank_fusion`: every input ranks
   all of a query's candidates (trec_eval's order: score descending, id descending), so a
@@ -310,6 +313,20 @@ def score_dense(
         [papers[q] for q in queries], spec, device, normalize, role="query", encoder=encoder
     )
     return dense_scores(benchmark, vectors, spec.similarity, query_vectors)
+
+
+def score_stored(benchmark: Benchmark, store_dir: str | os.PathLike, similarity: str) -> Scores:
+    """Every pair from a user's store alone (an embeddings system has no model to encode
+    what the store lacks): a paper without a vector is an error naming the store."""
+    needed = _needed_papers(benchmark)
+    vectors = stored_vectors(store_dir, needed, normalize=similarity == "cosine")
+    missing = [paper for paper in needed if paper not in vectors]
+    if missing:
+        raise InputDataError(
+            f"{len(missing)} of the {len(needed)} MDCR papers have no vector, e.g. {missing[:5]}",
+            path=str(store_dir),
+        )
+    return dense_scores(benchmark, vectors, similarity)
 
 
 # --- fusion ------------------------------------------------------------------------------

@@ -45,10 +45,9 @@ class Encoders:
         return dirs
 
     def shards(self, model: str) -> list[str]:
-        return [
-            self.layout.embedding_shard(model, index)
-            for index in range(self.config.encode.num_shards)
-        ]
+        """An encoder's shards; a user's store is imported as one."""
+        count = 1 if model in self.systems.stores else self.config.encode.num_shards
+        return [self.layout.embedding_shard(model, index) for index in range(count)]
 
     @cached_property
     def queries_apart(self) -> frozenset[str]:

@@ -109,14 +109,35 @@ class Local:
         """Every first-stage run the local rows need: the rows, the runs their fusions
         fuse and the reranked first stages."""
         rerank = self.config.local.rerank
-        needed = {*self.models, *(rerank.first_stages if self.reranker else [])}
-        for name in list(needed):
-            needed.update(self.systems.members(name))
+        needed: set[str] = set()
+        pending = [*self.models, *(rerank.first_stages if self.reranker else [])]
+        while pending:
+            name = pending.pop()
+            if name not in needed:
+                needed.add(name)
+                pending += self.systems.members(name)
         return [name for name in self.systems.first_stages if name in needed]
 
     @cached_property
     def encoders(self) -> list[str]:
         return [name for name in self.runs if self.systems.kind(name).embeds]
+
+    def context_vector_splits(self, name: str) -> list[str]:
+        """The splits whose contexts a system of the local task ranks by their vectors: the
+        evaluated ones, and the training split when its first stage does."""
+        splits = list(self.splits) if name in self.encoders else []
+        first_stage = self.config.local.train.first_stage
+        if self.train_run and name in self.encoders_of(first_stage):
+            splits.append("train")
+        return splits
+
+    def encoders_of(self, name: str) -> list[str]:
+        """The systems whose vectors a run of ``name`` reads (itself, a fusion's members)."""
+        if self.systems.kind(name).embeds:
+            return [name]
+        return [
+            inner for member in self.systems.members(name) for inner in self.encoders_of(member)
+        ]
 
     @cached_property
     def embeds_training_split(self) -> bool:

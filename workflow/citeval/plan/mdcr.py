@@ -52,8 +52,12 @@ class Mdcr:
 
     @cached_property
     def build_models(self) -> list[str]:
-        """Systems whose rep-0 field runs the construction compares (empty config: all)."""
-        return list(self.config.mdcr.models) or self.systems.first_stages
+        """Systems whose rep-0 field runs the construction compares (empty config: every
+        first stage whose kind shapes MDCR, so a user's system never shapes the benchmark
+        it is evaluated on unless mdcr.models names it)."""
+        return list(self.config.mdcr.models) or [
+            name for name in self.systems.first_stages if self.systems.kind(name).shapes_mdcr
+        ]
 
     def build_runs(self, split: str) -> list[str]:
         return [
@@ -71,8 +75,8 @@ class Mdcr:
 
     @cached_property
     def models(self) -> list[str]:
-        """Every system that scores MDCR pairs (every kind can)."""
-        return list(self.systems.by_name)
+        """Every system with MDCR scores (a user's run: where its config gives them)."""
+        return [name for name, system in self.systems.by_name.items() if system.scores_mdcr]
 
     def bm25_parameters(self) -> str | None:
         """BM25 scores MDCR's pairs with the field level's tuned k1/b."""

@@ -12,8 +12,10 @@ from citeval.config import Config, model_entry_builtins
 from citeval.layout import Layout, reranked_label, reranked_run
 from citeval.measures import global_metric_cutoffs
 from citeval.systems import (
+    EMBEDDINGS,
     ENCODER,
     RERANKER,
+    RUN,
     System,
     SystemKind,
     first_stage_names,
@@ -55,6 +57,70 @@ class Systems:
     @cached_property
     def encoders(self) -> list[str]:
         return self.of_kind(ENCODER)
+
+    @cached_property
+    def vector_models(self) -> list[str]:
+        """Systems ranked by their vectors in the embedding store: encoders, whose store
+        is encoded, and the user's stores, which are imported."""
+        return [name for name, system in self.by_name.items() if system.kind.embeds]
+
+    @cached_property
+    def stores(self) -> list[str]:
+        """The user's embedding stores (systems.embeddings)."""
+        return self.of_kind(EMBEDDINGS)
+
+    @cached_property
+    def imported_runs(self) -> list[str]:
+        """The user's runs (systems.runs)."""
+        return self.of_kind(RUN)
+
+    def similarity(self, name: str) -> str:
+        if name in self.config.systems.embeddings:
+            return self.config.systems.embeddings[name].similarity
+        return self.model_specs[name]["similarity"]
+
+    def pooling(self, name: str) -> str | None:
+        """An encoder's pooling; None for a user's store (one vector a paper)."""
+        return self.model_specs[name]["pooling"] if name in self.model_specs else None
+
+    # --- where a user's system's files are: theirs, or what its command writes ----------
+
+    def store_source(self, name: str, contexts: bool = False) -> str:
+        """The store the import reads: the user's, or the one their command writes."""
+        entry = self.config.systems.embeddings[name]
+        if entry.command is not None:
+            return self.layout.external_store(name, contexts)
+        return (entry.contexts if contexts else entry.store) or ""
+
+    def store_input(self, name: str, contexts: bool = False) -> str:
+        """What the import waits for: the user's store, or the folder their command
+        writes (both stores in it)."""
+        if self.config.systems.embeddings[name].command is not None:
+            return self.layout.external(name)
+        return self.store_source(name, contexts)
+
+    def run_source(self, name: str, setup: str, split: str, collection: str) -> str:
+        entry = self.config.systems.runs[name]
+        if entry.runs is None:
+            return self.layout.external_run(name, setup, split, collection)
+        return entry.runs.format(setup=setup, split=split, collection=collection)
+
+    def mdcr_scores_source(self, name: str, split: str) -> str:
+        entry = self.config.systems.runs[name]
+        if entry.mdcr is None:
+            return self.layout.external_mdcr_scores(name, split)
+        return entry.mdcr.format(split=split)
+
+    def missing_queries(self, name: str) -> str:
+        """What a user's run missing a collection's query means: error, or zero."""
+        return self.config.systems.runs[name].missing_queries
+
+    def commands(self, section: str, key: str = "command") -> dict[str, str]:
+        """The user's systems of ``section`` (embeddings, runs) that a command of theirs
+        (``key``) makes, and the command."""
+        entries = getattr(self.config.systems, section)
+        commands = {name: getattr(entry, key) for name, entry in entries.items()}
+        return {name: command for name, command in commands.items() if command is not None}
 
     @cached_property
     def fusions(self) -> dict[str, Any]:

@@ -24,13 +24,13 @@ Example::
         --pools samples/dataset-test/pools.parquet --group pool-800 --rep 0 --k 500 \\
         --index flat --threads 2 --output run.trec --tag specter
 
-The modules: :mod:`citeval.retrieve.collection` reads a collection's queries and pool,
+A collection's queries and pool are read by :func:`citeval.collection_list.read_collection`;
 :mod:`citeval.retrieve.dense` ranks it, :mod:`citeval.retrieve.cli` is the command line.
 """
 
 from __future__ import annotations
 
-from citeval.retrieve.collection import read_collection
+from citeval.collection_list import read_collection
 from citeval.retrieve.dense import POOLINGS, retrieve_dense
 
 __all__ = ["POOLINGS", "read_collection", "retrieve_dense"]

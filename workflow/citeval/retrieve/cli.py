@@ -34,9 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--similarity", required=True, choices=SIMILARITIES)
     parser.add_argument(
         "--pooling",
-        required=True,
         choices=POOLINGS,
-        help="aspire = one vector per sentence, scored by the best sentence pair",
+        default=None,
+        help="the encoder's pooling: aspire = one vector per sentence, scored by the best "
+        "sentence pair (default: one vector a paper, as a user's store holds)",
     )
     parser.add_argument(
         "--query-embeddings",

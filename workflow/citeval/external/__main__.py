@@ -1,0 +1,3 @@
+from citeval.external.cli import main
+
+raise SystemExit(main())
