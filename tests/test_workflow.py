@@ -190,6 +190,8 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     # and minilm and minilm_local on the local test and validation splits; metrics: 8 test
     # collections × 8 rows, and 2 local splits × 6 rows.
     assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (52, 14, 76)
+    # No encoder has prompts: each paper is embedded once, for queries and candidates.
+    assert "encode_query_papers" not in jobs and "--role" not in result.stdout
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
         "mdcr_build": 2,
         "mdcr_score_bm25": 2,
@@ -333,6 +335,45 @@ def test_import_mode_scores_the_given_files_without_building(workdir):
         assert "--embeddings" not in words
     (bm25,) = [words for words in commands if "bm25" in words[words.index("--kind") + 1]]
     assert bm25[bm25.index("--k1") + 1 : bm25.index("--k1") + 4] == ["0.9", "--b", "0.4"]
+
+
+def test_differing_prompts_embed_the_query_papers_apart(workdir):
+    """A query prompt unlike the document prompt: the candidates' store is embedded with
+    the document prompt, each split's query papers (and the local contexts) with the
+    query prompt, and dense retrieval reads the queries from their store."""
+    entry = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["models"]["minilm"]
+    prompts = {"models": {"minilm": {**entry, "query_prompt": "query: "}}}
+    (workdir / "prompts.yaml").write_text(yaml.safe_dump(prompts))
+    extra = ["--configfile", "config/config.yaml", str(workdir / "prompts.yaml")]
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", *extra)
+    assert result.returncode == 0, result.stderr
+    # minilm and the three encoders trained from it (they inherit its entry) x the
+    # dataset and field test splits and the field validation split (MDCR's).
+    assert _jobs(result.stdout)["encode_query_papers"] == 12
+    commands = [
+        words
+        for line in result.stdout.splitlines()
+        if line.startswith("Shell command: ")
+        for words in [shlex.split(line.removeprefix("Shell command: "))]
+        if len(words) > 2
+    ]
+
+    def role(words):
+        return words[words.index("--role") + 1] if "--role" in words else None
+
+    encode = [w for w in commands if w[2] == "citeval.encode"]
+    stores = [w for w in encode if w[w.index("--ids") + 1].endswith("embed_ids.parquet")]
+    assert len(stores) == 4 and {role(w) for w in stores} == {"document"}
+    assert {role(w) for w in encode if w not in stores} == {"query"}
+    encoders = {"minilm", "minilm_scincl", "minilm_specter", "minilm_local"}
+    retrieve = [
+        w for w in commands if w[2] == "citeval.retrieve" and w[w.index("--tag") + 1] in encoders
+    ]
+    assert len(retrieve) == 52
+    for words in retrieve:
+        queries = words[words.index("--query-embeddings") + 1]
+        local = "samples/local-" in words[words.index("--queries") + 1]
+        assert ("/local/embeddings/" if local else "/query_embeddings/") in queries
 
 
 def test_the_lucene_searcher_gets_lucene_indexes(workdir):
