@@ -36,6 +36,8 @@ CONFIG_FILE = "config_sentence_transformers.json"
 TRANSFORMER_CONFIG_FILE = "sentence_bert_config.json"
 
 ROLES = ("query", "document")
+# Weights for runtimes other than torch, which a hub repository may hold besides its own.
+OTHER_RUNTIMES = ["onnx/*", "openvino/*", "*.onnx", "*.h5", "*.msgpack", "*.ot", "*.mlmodel"]
 DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 
 # Modules whose forward reads the features the Transformer leaves (token vectors and the
@@ -223,7 +225,7 @@ def hub_folder(repo_id: str) -> str | None:
         from huggingface_hub import hf_hub_download, snapshot_download
 
         hf_hub_download(repo_id, MODULES_FILE)
-        return snapshot_download(repo_id)
+        return snapshot_download(repo_id, ignore_patterns=OTHER_RUNTIMES)
     except Exception:  # any failure: load it as a plain model
         return None
 
