@@ -89,3 +89,31 @@ def test_retrieve_cli_ivf_writes_recall_and_rejects_wrong_pooling(tmp_path: Path
         len(docs) == 10 and qid not in docs for qid, docs in read_run(tmp_path / "run.trec").items()
     )
     assert retrieve.main([*base, "--pooling", "aspire"]) == 2
+
+
+def test_queries_read_from_their_own_store_rank_the_pools_store(tmp_path: Path) -> None:
+    """A model whose query prompt differs embeds its query papers apart
+    (query_embeddings/<model>/<setup>-<split>/): the queries' vectors come from there, the
+    candidates' from the papers' store, and a query paper is still not its own candidate."""
+    ids = paper_ids(80)
+    documents = write_store(tmp_path / "emb", ids, random_vectors(80, 8), num_shards=2)
+    query_ids = ids[10:20]
+    as_queries = write_store(tmp_path / "queries", query_ids, random_vectors(10, 3))
+    queries, pools = write_collection(tmp_path, query_ids, ids[:60])
+    output = tmp_path / "run.trec"
+    args = [
+        "--embeddings", str(tmp_path / "emb"), "--query-embeddings", str(tmp_path / "queries"),
+        "--similarity", "ip", "--pooling", "mean", "--queries", str(queries),
+        "--pools", str(pools), "--group", "pool-x", "--rep", "0", "--k", "12",
+        "--threads", "1", "--output", str(output), "--tag", "m", "--no-progress",
+    ]  # fmt: skip
+    assert retrieve.main(args) == 0
+    run = read_run(output)
+    for row, qid in enumerate(query_ids):
+        candidates = [p for p in ids[:60] if p != qid]
+        ref_scores, ref_order = brute_force(
+            as_queries[row][None], documents[[ids.index(p) for p in candidates]], 12, "ip"
+        )
+        ranked = sorted(run[qid], key=lambda d: -run[qid][d])
+        assert qid not in run[qid] and ranked == [candidates[i] for i in ref_order[0]]
+        np.testing.assert_allclose([run[qid][d] for d in ranked], ref_scores[0], atol=1e-5)
