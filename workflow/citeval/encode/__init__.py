@@ -18,6 +18,11 @@ atomically, so the ``.npy`` marks a finished shard; a shard whose ``.npy`` exist
 skipped. Vectors are stored as the encoder returns them: L2-normalised for
 ``similarity: cosine``, raw for ``ip`` and ``l2``.
 
+Prompts: ``--role query|document`` embeds the papers with that role's prompt
+(docs/encoders.md#prompts); without it the store serves queries and candidates alike, which
+a model whose two prompts differ refuses. ``--ids QUERIES --ids-column query_id`` embeds a
+sample's distinct query papers (the query store of such a model).
+
 Resume within a shard: each chunk of ``--chunk-size`` papers is checkpointed under
 ``.partial/shard-IIIII/`` next to the output. A killed job restarts after its last finished
 chunk; the checkpoints are discarded if the model spec, shard or chunk size changed, and
