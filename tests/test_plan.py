@@ -176,7 +176,7 @@ def test_the_local_task_of_the_default_run(plan):
     ]  # fmt: skip
     assert plan.local.rows["bm25>ce@20"] == "bm25.ce@20"
     assert plan.local.runs == ["bm25", "minilm", "minilm_local", "lsa", "bm25okapi", "rrf"]
-    assert plan.local.encoders == ["minilm", "minilm_local"]
+    assert plan.local.encoders == ["minilm", "minilm_local", "lsa"]
     assert plan.local.cutoffs == [1, 5, 10, 20, 50, 100, 200, 500, 1000]
     assert plan.metric_cutoffs("local") == plan.local.cutoffs
     assert plan.setups.retrieval_k("local") == 1000 and plan.setups.retrieval_k("dataset") == 500
