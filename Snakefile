@@ -46,6 +46,7 @@ if PLAN.local.enabled:
 
 
 include: "rules/tables.smk"
+include: "rules/export.smk"
 
 
 rule all:
