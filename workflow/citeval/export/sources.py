@@ -180,7 +180,8 @@ def load_queries(
 ) -> list[Query]:
     """The group's queries with their texts, by id; an error names queries without a row."""
     texts = papers_glob(query_papers)
-    columns = {row[0] for row in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [texts])}
+    described = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [texts]).fetchall()
+    columns = {row[0] for row in described}
     extra = [name for name in LOCAL_METADATA if name in columns] if task == LOCAL_TASK else []
     selected = ", ".join(f"p.{name}" for name in ("title", "abstract", *extra))
     rows = con.execute(
