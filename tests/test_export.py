@@ -452,6 +452,8 @@ def bad_cases(results: Path, mdcr: dict[str, Path], tmp: Path) -> dict[str, tupl
     write_sample(outside, "field", "test", "art", ["p00"], ["p10", "p11"], {"p00": {"p12": 1}})
     no_papers = tmp / "no-papers"
     no_papers.mkdir()
+    a_file = tmp / "a-file.txt"
+    a_file.write_text("not an export")
     common = ["--papers", layout.papers, "--output", str(tmp / "out")]
     mdcr_flags = ["--mdcr-benchmark", str(mdcr["benchmark"]), "--mdcr-data", str(mdcr["data"])]
     return {
@@ -481,6 +483,8 @@ def bad_cases(results: Path, mdcr: dict[str, Path], tmp: Path) -> dict[str, tupl
                                 "needs --mdcr-data too"),
         "missing MDCR data file": (["--mdcr-benchmark", str(mdcr["benchmark"]), "--mdcr-data",
                                     str(tmp / "none.jsonl"), *common[2:]], "none.jsonl"),
+        "output is a file": ([*mdcr_flags, "--output", str(a_file)],
+                             "the output is a file, not a folder"),
         "unknown MDCR field": ([*mdcr_flags, "--field", "Art", *common[2:]],
                                "no field 'Art' in the benchmark"),
     }  # fmt: skip
@@ -490,7 +494,7 @@ BAD = [
     "unknown collection", "not a collection name", "missing sample folder",
     "collection without queries", "missing papers", "local queries without their texts",
     "judged paper outside the pool", "bad config json", "nothing to export", "two sources",
-    "half an MDCR source", "missing MDCR data file", "unknown MDCR field",
+    "half an MDCR source", "missing MDCR data file", "output is a file", "unknown MDCR field",
 ]  # fmt: skip
 
 
@@ -501,6 +505,7 @@ def test_bad_input_ends_in_one_line_and_status_2(results, mdcr, tmp_path, capsys
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "out").exists()
+    assert (tmp_path / "a-file.txt").read_text() == "not an export"
 
 
 # --- the command and the rules -----------------------------------------------------------

@@ -166,6 +166,11 @@ def write_beir_folder(
     ``qrels`` are checked against each other and the corpus before the folder is renamed
     into place. ``where`` names the input in errors.
     """
+    if Path(output).exists() and not Path(output).is_dir():
+        # An export replaces a folder of an earlier export, never a file of another kind.
+        raise InputDataError(
+            "the output is a file, not a folder: remove it or name another path", path=str(output)
+        )
     query_ids = [check_id(query.id, "query id", where) for query in queries]
     if query_ids != sorted(set(query_ids)):
         raise InputDataError("query ids must be unique and in id order", path=where)
