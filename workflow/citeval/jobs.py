@@ -103,6 +103,10 @@ NEEDS: dict[str, Need] = {
     "local_oracle": Need(30, 2000),
     "local_rerank_oracle": _MODEL,
     "local_tradeoff": _FAN_IN,
+    # exports on demand: a pool's papers stream from the corpus through DuckDB; MDCR's
+    # benchmark and data file are held in memory.
+    "export_beir": Need(60, 2000, per_memory_limit=1.0, threaded=True),
+    "export_beir_mdcr": Need(30, 2000),
 }
 
 
