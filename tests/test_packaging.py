@@ -81,6 +81,34 @@ def test_every_declared_requirement_is_an_exact_pin_the_lock_holds() -> None:
     assert wrong == {}, "(declared, locked); regenerate the locks: python scripts/lock.py"
 
 
+def lock_parents(path: Path) -> dict[str, set[str]]:
+    """``{locked package: what requires it}`` from the lock's ``# via`` notes."""
+    parents: dict[str, set[str]] = {}
+    current = None
+    for line in path.read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==", line)
+        if match:
+            current = normalize(match.group(1))
+            parents[current] = set()
+        elif current and (note := re.match(r"^\s+#\s+(?:via(?:\s+|$))?(.*)$", line)):
+            parents[current] |= {note.group(1).strip()} - {""}
+    return parents
+
+
+def test_the_lock_is_generated_from_the_current_requirements() -> None:
+    """A requirement added to or dropped from pyproject.toml without a refresh, or a package
+    whose every dependent has left the lock, fails here (the lock's ``# via`` notes)."""
+    parents = lock_parents(LOCKS[0])
+    root = "citeval (pyproject.toml)"
+    gpu = PYPROJECT["project"]["optional-dependencies"]["gpu"]
+    wanted = declared().keys() - {normalize(Requirement(r).name) for r in gpu} - {"pyserini"}
+    assert {name for name, via in parents.items() if root in via} == wanted
+    orphans = {
+        name: via for name, via in parents.items() if not via or not via - {root} <= parents.keys()
+    }
+    assert orphans == {}, "regenerate the locks: python scripts/lock.py"
+
+
 def test_every_locked_package_carries_a_hash() -> None:
     for path in LOCKS:
         entries = re.split(r"\n(?=[A-Za-z0-9])", path.read_text())
