@@ -10,8 +10,8 @@ version. uv keeps the pins already in a lock unless told to upgrade, so a refres
 only what the declared requirements force.
 
 torch's CPU build is not on PyPI (PyPI's Linux wheel is the CUDA build, which pulls 18
-nvidia-* and cuda-* packages); PyTorch's CPU index serves it. TORCH_WHEELS names another place holding
-that wheel (a folder or a page of links) for a machine that cannot reach the index.
+nvidia-* and cuda-* packages); PyTorch's CPU index serves it. TORCH_WHEELS names another
+place holding that wheel (a folder or a page of links) for a machine that cannot reach it.
 """
 
 from __future__ import annotations
