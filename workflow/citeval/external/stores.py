@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -150,8 +151,6 @@ def _check_chunk(
 
 def _check_ids(ids_path: Path, source: Path, needed: Path | None, what: str) -> dict[str, Any]:
     """No id twice; every id of ``needed`` (a parquet of ``paper_id``) present."""
-    import polars as pl
-
     ids = pl.read_parquet(ids_path).with_row_index("row")
     repeated = ids.filter(pl.col("paper_id").is_duplicated()).sort("paper_id", "row")
     if repeated.height:
