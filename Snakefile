@@ -47,6 +47,7 @@ if PLAN.local.enabled:
 
 
 include: "rules/tables.smk"
+include: "rules/export.smk"
 
 
 rule all:

@@ -1,5 +1,5 @@
 """An embeddings system of your own: LSA vectors (TF-IDF, then a truncated SVD) of every
-prefiltered paper, and of the local task's contexts, written as citeval's vector stores.
+paper of the corpus, and of the local task's contexts, written as citeval's vector stores.
 
 citeval runs it as the `command` of `systems.embeddings.lsa` in config/config.yaml:
 

@@ -5,7 +5,7 @@
 
 rule external_store:
     input:
-        papers=LAYOUT.filtered.papers,
+        corpus=rules.ingest_merge.output,
         samples=lambda wildcards: [
             LAYOUT.sample_dir(LOCAL_SETUP, split)
             for split in PLAN.local.context_vector_splits(wildcards.store)
@@ -20,13 +20,12 @@ rule external_store:
         store=alternatives(PLAN.systems.commands("embeddings")),
     conda:
         "../envs/external.yaml"
-    threads: JOBS.threads("external_store")
     resources:
         **JOBS.resources("external_store"),
     params:
         command=lambda wildcards, input, output: fill_command(
             PLAN.systems.commands("embeddings")[wildcards.store],
-            papers=input.papers,
+            papers=f"{input.corpus}/papers",
             contexts=[f"{folder}/{QUERY_PAPERS}" for folder in input.samples],
             store=PLAN.systems.store_source(wildcards.store),
             contexts_store=PLAN.systems.store_source(wildcards.store, contexts=True),
@@ -38,7 +37,8 @@ rule external_store:
 rule import_embeddings:
     input:
         store=lambda wildcards: PLAN.systems.store_input(wildcards.store),
-        ids=rules.embed_ids.output,
+        # The papers the collections need (none when only MDCR is evaluated).
+        ids=lambda wildcards: LAYOUT.embed_ids if PLAN.encoders.sample_dirs else [],
     output:
         vectors=LAYOUT.embedding_shard("{store}", 0),
         report=LAYOUT.import_report("{store}", "papers"),
@@ -53,8 +53,9 @@ rule import_embeddings:
     params:
         source=lambda wildcards: PLAN.systems.store_source(wildcards.store),
         similarity=lambda wildcards: PLAN.systems.similarity(wildcards.store),
+        ids=lambda wildcards, input: shell_words(["--ids", input.ids] if input.ids else []),
     shell:
-        "python -m citeval.external embeddings --input {params.source:q} --ids {input.ids:q} "
+        "python -m citeval.external embeddings --input {params.source:q} {params.ids} "
         "--similarity {params.similarity:q} --report {output.report:q} "
         "--output {output.vectors:q} 2> {log:q}"
 
@@ -87,7 +88,7 @@ rule import_context_embeddings:
 rule external_run:
     input:
         samples=split_sample_dir,
-        papers=LAYOUT.filtered.papers,
+        corpus=rules.ingest_merge.output,
     output:
         LAYOUT.external_run("{imported_run}", "{setup}", "{split}", COLLECTION["collection"]),
     log:
@@ -98,7 +99,6 @@ rule external_run:
         imported_run=alternatives(PLAN.systems.commands("runs")),
     conda:
         "../envs/external.yaml"
-    threads: JOBS.threads("external_run")
     resources:
         **JOBS.resources("external_run"),
     params:
@@ -108,12 +108,8 @@ rule external_run:
             pools=f"{input.samples}/pools.parquet",
             group=wildcards.group,
             rep=wildcards.rep,
-            query_papers=(
-                LAYOUT.query_papers(wildcards.split)
-                if wildcards.setup == LOCAL_SETUP
-                else input.papers
-            ),
-            papers=input.papers,
+            query_papers=query_papers(wildcards, input),
+            papers=f"{input.corpus}/papers",
             k=PLAN.setups.retrieval_k(wildcards.setup),
             output=output[0],
         ),
@@ -162,7 +158,6 @@ rule external_mdcr:
         imported_run=alternatives(PLAN.systems.commands("runs", "mdcr_command")),
     conda:
         "../envs/external.yaml"
-    threads: JOBS.threads("external_mdcr")
     resources:
         **JOBS.resources("external_mdcr"),
     params:

@@ -26,7 +26,8 @@ def plan():
 def test_setups_models_and_names(plan):
     assert plan.setups.names == ["dataset", "field"]
     assert plan.systems.first_stages == [
-        "bm25", "minilm", "minilm_scincl", "minilm_specter", "minilm_local", "rrf"
+        "bm25", "minilm", "minilm_scincl", "minilm_specter", "minilm_local", "lsa", "bm25okapi",
+        "rrf",
     ]  # fmt: skip
     assert list(plan.systems.reranked_runs) == ["bm25.ce@10", "bm25.ce@20"]
     assert plan.systems.label("bm25.ce@10") == "bm25>ce@10" and plan.systems.label("rrf") == "rrf"
@@ -91,6 +92,48 @@ def test_query_papers_get_a_store_of_their_own_only_where_prompts_differ(plan, t
     assert Plan.from_config(load_config(raw)).encoders.queries_apart == frozenset()
 
 
+def test_users_systems_are_imported_evaluated_and_never_shape_mdcr(plan):
+    systems = plan.systems
+    assert (systems.stores, systems.imported_runs) == (["lsa"], ["bm25okapi"])
+    assert systems.vector_models == [*systems.encoders, "lsa"]
+    assert (systems.similarity("lsa"), systems.pooling("lsa")) == ("cosine", None)
+    assert (systems.similarity("minilm"), systems.pooling("minilm")) == ("cosine", "mean")
+    # Their commands write into the layout, where the imports read.
+    assert systems.store_source("lsa") == "results/demo/external/lsa/store"
+    assert systems.store_input("lsa", contexts=True) == "results/demo/external/lsa"
+    assert systems.run_source("bm25okapi", "field", "test", "art.rep0") == (
+        "results/demo/external/bm25okapi/runs/field-test/art.rep0.trec"
+    )
+    assert plan.encoders.shards("lsa") == ["results/demo/embeddings/lsa/shard-00000.npy"]
+    assert "lsa" not in plan.mdcr.build_models and "bm25okapi" not in plan.mdcr.build_models
+    assert {"lsa", "bm25okapi"} <= set(plan.mdcr.models)
+    assert plan.local.context_vector_splits("lsa") == ["test", "valid"]
+    assert plan.local.context_vector_splits("bm25okapi") == []
+    constraints = plan.wildcard_constraints()
+    assert re.fullmatch(constraints["store"], "lsa") and re.fullmatch(
+        constraints["dense_model"], "lsa"
+    )
+    assert not re.fullmatch(constraints["imported_run"], "lsa")
+
+
+def test_users_files_are_read_where_they_are(plan):
+    raw = demo_raw()
+    raw["systems"] = {
+        "embeddings": {"v": {"similarity": "l2", "store": "/data/v.parquet", "contexts": "/c"}},
+        "runs": {"r": {"runs": "/runs/{setup}/{split}/{collection}.trec"}},
+    }
+    raw["local"]["models"] = ["bm25", "v", "r"]
+    files = Plan.from_config(load_config(raw))
+    assert files.systems.store_input("v") == "/data/v.parquet"
+    assert files.systems.store_source("v", contexts=True) == "/c"
+    assert files.systems.run_source("r", "local", "test", "contexts.rep0") == (
+        "/runs/local/test/contexts.rep0.trec"
+    )
+    # A run system without MDCR scores has no MDCR rows.
+    assert "r" not in files.mdcr.models and "v" in files.mdcr.models
+    assert files.systems.commands("runs") == {}
+
+
 def test_trained_encoders_join_the_registry_as_their_base_loaded_from_their_folder(plan):
     assert set(plan.training.models) == {"minilm_scincl", "minilm_specter", "minilm_local"}
     assert plan.training.graph_trained == ["minilm_scincl", "minilm_specter"]
@@ -122,10 +165,11 @@ def test_collections_follow_the_config(plan):
 
 
 def test_job_counts_of_the_default_run(plan):
-    # 8 test collections x (6 first stages + 2 reranked runs).
-    assert len(plan.outputs.test_metric_files()) == 64
+    # 8 test collections x (8 first stages + 2 reranked runs).
+    assert len(plan.outputs.test_metric_files()) == 80
     assert plan.mdcr.splits == ["test", "valid"]
-    assert len(plan.mdcr.build_runs("test")) == 4 * 6  # rep-0 field pools x compared models
+    # rep-0 field pools x compared models (the built-in first stages)
+    assert len(plan.mdcr.build_runs("test")) == 4 * 6
     assert plan.mdcr.types_from("valid") == ["results/demo/mdcr/mdcr_test_report.json"]
     assert plan.mdcr.types_from("test") == []
     assert plan.encoders.sample_dirs == [
@@ -170,11 +214,11 @@ def test_the_local_task_of_the_default_run(plan):
     }
     assert plan.local.query_year == 2019 and plan.local.splits == ["test", "valid"]
     assert list(plan.local.rows) == [
-        "bm25", "minilm", "minilm_local", "rrf", "bm25>ce@10", "bm25>ce@20"
+        "bm25", "minilm", "minilm_local", "lsa", "bm25okapi", "rrf", "bm25>ce@10", "bm25>ce@20"
     ]  # fmt: skip
     assert plan.local.rows["bm25>ce@20"] == "bm25.ce@20"
-    assert plan.local.runs == ["bm25", "minilm", "minilm_local", "rrf"]
-    assert plan.local.encoders == ["minilm", "minilm_local"]
+    assert plan.local.runs == ["bm25", "minilm", "minilm_local", "lsa", "bm25okapi", "rrf"]
+    assert plan.local.encoders == ["minilm", "minilm_local", "lsa"]
     assert plan.local.cutoffs == [1, 5, 10, 20, 50, 100, 200, 500, 1000]
     assert plan.metric_cutoffs("local") == plan.local.cutoffs
     assert plan.setups.retrieval_k("local") == 1000 and plan.setups.retrieval_k("dataset") == 500

@@ -38,7 +38,7 @@ def _timing(path: Path, per_k: dict[int, float], pairs_per_second: float) -> Pat
 
 
 def test_table_values_come_from_the_files(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="matplotlib is in requirements.txt; install it")
+    pytest.importorskip("matplotlib", reason="matplotlib is in pyproject.toml; install it")
     two = {"a": (0.5, 0.2), "b": (1.0, 0.4)}
     bm25 = _bench(tmp_path / "bm25.bench", 2.0, 4.0)  # repeats: mean 3 s
     dense = _bench(tmp_path / "dense.bench", 1.0)

@@ -9,7 +9,16 @@ import yaml
 from citeval.config import load_config
 from citeval.jobs import NEEDS
 from citeval.plan import Plan
-from citeval.systems import BM25, ENCODER, FUSION, KINDS, RERANKER, systems_of
+from citeval.systems import (
+    BM25,
+    EMBEDDINGS,
+    ENCODER,
+    FUSION,
+    KINDS,
+    RERANKER,
+    RUN,
+    systems_of,
+)
 
 
 def demo_config():
@@ -25,6 +34,8 @@ def test_a_config_declares_its_systems_in_table_order():
         ("minilm_scincl", "encoder"),
         ("minilm_specter", "encoder"),
         ("minilm_local", "encoder"),
+        ("lsa", "embeddings"),
+        ("bm25okapi", "run"),
         ("rrf", "fusion"),
         ("ce", "reranker"),
     ]
@@ -37,24 +48,33 @@ def test_every_kind_names_jobs_and_environments_that_exist():
         assert all(job in NEEDS for job in kind.run_jobs), kind
         with open(f"envs/{kind.mdcr_env}.yaml", encoding="utf-8"):
             pass
-    assert [k.name for k in KINDS.values() if k.first_stage] == ["bm25", "encoder", "fusion"]
+    assert [k.name for k in KINDS.values() if k.first_stage] == [
+        "bm25", "encoder", "embeddings", "run", "fusion"
+    ]  # fmt: skip
     assert not RERANKER.first_stage and ENCODER.embeds and FUSION.combines and BM25.single
+    # A user's system is evaluated on MDCR but never shapes it; a run's scores are imported.
+    assert [k.name for k in KINDS.values() if not k.shapes_mdcr] == ["embeddings", "run"]
+    assert EMBEDDINGS.embeds and RUN.mdcr_score is None
 
 
 def test_the_mdcr_rules_score_with_their_kinds_word():
     """Each MDCR scoring rule runs ``mdcr score --kind`` with its kind's declared word, and
     uses its kind's job need."""
     text = "".join(
-        Path(f"rules/{name}.smk").read_text(encoding="utf-8") for name in ("mdcr", "rerank")
+        Path(f"rules/{name}.smk").read_text(encoding="utf-8")
+        for name in ("mdcr", "rerank", "external")
     )
     for kind, rule in (
         (BM25, "mdcr_score_bm25"),
         (ENCODER, "mdcr_score_dense"),
+        (EMBEDDINGS, "mdcr_score_embeddings"),
+        (RUN, "mdcr_import_scores"),
         (FUSION, "mdcr_score_fusion"),
         (RERANKER, "mdcr_score_rerank"),
     ):
         block = text[text.index(f"rule {rule}:") :].split("\nrule ")[0]
-        assert f"--kind {kind.mdcr_score} " in block, rule
+        word = f"--kind {kind.mdcr_score} " if kind.mdcr_score else "citeval.external mdcr-scores"
+        assert word in block, rule
         assert kind.mdcr_job == rule
 
 

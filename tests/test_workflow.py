@@ -186,10 +186,13 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
         "bm25_index": 16,
         "bm25_search": 16,
     }
-    # 4 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split),
-    # and minilm and minilm_local on the local test and validation splits; metrics: 8 test
-    # collections × 8 rows, and 2 local splits × 6 rows.
-    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (52, 14, 76)
+    # 4 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split,
+    # which user systems do not shape), the LSA store × 8, and minilm, minilm_local and lsa
+    # on the local test and validation splits; metrics: 8 test collections × 10 rows, and
+    # 2 local splits × 8 rows; the BM25Okapi runs of the 8 test collections and the 2 local
+    # splits are imported.
+    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (62, 14, 96)
+    assert (jobs["external_run"], jobs["import_run"], jobs["import_embeddings"]) == (10, 10, 1)
     # No encoder has prompts: each paper is embedded once, for queries and candidates.
     assert "encode_query_papers" not in jobs and "--role" not in result.stdout
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
@@ -197,7 +200,7 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
         "mdcr_score_bm25": 2,
         "mdcr_score_dense": 8,  # minilm and the three encoders trained from it
         "mdcr_score_fusion": 2,
-        "mdcr_evaluate": 14,  # bm25, the four encoders, rrf and the reranker, per split
+        "mdcr_evaluate": 18,  # bm25, 4 encoders, 2 user systems, rrf, the reranker, per split
         "mdcr_tables": 1,
     }
     commands = [
@@ -319,15 +322,19 @@ def test_import_mode_scores_the_given_files_without_building(workdir):
         "mdcr_score_bm25": 1,
         "mdcr_score_dense": 1,
         "mdcr_score_fusion": 1,
-        "mdcr_evaluate": 3,
+        "mdcr_evaluate": 5,  # and the demo's LSA store and BM25Okapi scores
         "mdcr_tables": 1,
     }
-    assert "encode" not in jobs and "sample" not in jobs
+    # The users' scores are their command's, imported; their vectors come from their store.
+    assert (jobs["external_mdcr"], jobs["mdcr_import_scores"]) == (1, 1)
+    assert (jobs["mdcr_score_embeddings"], jobs["import_embeddings"]) == (1, 1)
+    assert "encode" not in jobs
     commands = [
         shlex.split(line.removeprefix("Shell command: "))
         for line in result.stdout.splitlines()
         if line.startswith("Shell command: ") and "citeval.mdcr score" in line
-    ]
+        and "--kind embeddings" not in line
+    ]  # fmt: skip
     assert len(commands) == 3
     for words in commands:
         assert words[words.index("--benchmark") + 1] == str(benchmark)

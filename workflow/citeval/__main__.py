@@ -29,6 +29,7 @@ STAGES = {
     "train": "encoders from the citation graph: graph, embed-graph, triplets, fit",
     "tables": "the paper's tables and the provenance record",
     "plots": "figures of the tables",
+    "export": "a collection or MDCR's pairs as a BEIR folder",
 }
 
 

@@ -61,9 +61,9 @@ NEEDS: dict[str, Need] = {
     "dense_retrieve": Need(240, 4000, per_input_mb=2.0, threaded=True),
     "fuse": _FAN_IN,
     # Users' systems (systems.*): their own commands, then the checks and imports.
-    "external_store": Need(480, 8000, threaded=True),
-    "external_run": Need(60, 4000, threaded=True),
-    "external_mdcr": Need(60, 4000, threaded=True),
+    "external_store": Need(480, 8000),
+    "external_run": Need(60, 4000),
+    "external_mdcr": Need(60, 4000),
     "import_embeddings": Need(120, 2000),
     "import_context_embeddings": Need(30, 2000),
     "import_run": Need(10, 2000),
@@ -104,6 +104,10 @@ NEEDS: dict[str, Need] = {
     "local_oracle": Need(30, 2000),
     "local_rerank_oracle": _MODEL,
     "local_tradeoff": _FAN_IN,
+    # exports on demand: a pool's papers stream from the corpus through DuckDB; MDCR's
+    # benchmark and data file are held in memory.
+    "export_beir": Need(60, 2000, per_memory_limit=1.0, threaded=True),
+    "export_beir_mdcr": Need(30, 2000),
 }
 
 

@@ -265,6 +265,18 @@ class Layout:
         """The local queries of a split are few enough for one shard."""
         return _shard_file(self.query_embeddings(model, split), 0)
 
+    # --- exports ----------------------------------------------------------------------
+
+    def export_beir(self, setup: str, split: str, collection: str) -> str:
+        """A collection as a BEIR folder (citeval.export): ``export/beir/<setup>-<split>/
+        <group>.rep<rep>``, beside the collection's other files' naming."""
+        return f"{self.root}/export/beir/{split_name(setup, split)}/{collection}"
+
+    def export_beir_mdcr(self, split: str) -> str:
+        """MDCR's pairs of a split (test or valid) as a BEIR folder: ``export/beir/
+        mdcr-<split>`` (one level, so it never matches a collection's folder)."""
+        return f"{self.root}/export/beir/mdcr-{split}"
+
     # --- tables and figures -----------------------------------------------------------
 
     @property

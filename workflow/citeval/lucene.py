@@ -123,8 +123,8 @@ def anserini_jar() -> Path:
         jar_dir = importlib.resources.files("pyserini.resources.jars")
     except ModuleNotFoundError as error:
         raise JavaUnavailableError(
-            "pyserini is not installed; install it with `pip install --no-deps pyserini==1.6.0` "
-            "(see requirements.txt)"
+            "pyserini is not installed; install it with `pip install --no-deps --require-hashes "
+            "-r requirements/pyserini.lock` (scripts/install.sh does)"
         ) from error
     jars = sorted(glob.glob(os.path.join(str(jar_dir), "anserini-*-fatjar.jar")))
     if not jars:

@@ -134,3 +134,5 @@ LOCAL_TRIPLETS = StageSettings.of(
     ("local.train.top", "top"),
     "seed",
 )
+# DuckDB reads a collection's pool and queries from the corpus within the limit.
+EXPORT_BEIR = _MEMORY

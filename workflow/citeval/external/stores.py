@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -48,34 +49,42 @@ def _folder_chunks(store: EmbeddingStore) -> Iterator[tuple[str, int, list[str],
             yield shard.vectors_path.name, start, ids[start:stop], np.asarray(vectors[start:stop])
 
 
-def _parquet_chunks(path: Path) -> Iterator[tuple[str, int, list[str], np.ndarray]]:
-    """``(file, first row, ids, vectors)`` of a ``paper_id`` + ``vector`` parquet file."""
-    handle = pq.ParquetFile(path)
-    names = handle.schema_arrow.names
+def _parquet_dim(path: Path) -> int:
+    """The dimension of a ``paper_id`` + ``vector`` parquet file (its first vector's), after
+    checking its columns; 0 when it has no row or its first vector is null (the rows'
+    check names that row)."""
+    schema = pq.ParquetFile(path).schema_arrow
     for column in ("paper_id", "vector"):
-        if column not in names:
+        if column not in schema.names:
             raise InputDataError(
-                f"no {column} column (the file has {names})", path=str(path), field=column
+                f"no {column} column (the file has {schema.names})", path=str(path), field=column
             )
-    vector_type = handle.schema_arrow.field("vector").type
-    if not (
-        pa.types.is_list(vector_type)
-        or pa.types.is_large_list(vector_type)
-        or pa.types.is_fixed_size_list(vector_type)
-    ) or not (
+    vector_type = schema.field("vector").type
+    is_list = pa.types.is_list(vector_type) or pa.types.is_large_list(vector_type)
+    if not (is_list or pa.types.is_fixed_size_list(vector_type)) or not (
         pa.types.is_floating(vector_type.value_type) or pa.types.is_integer(vector_type.value_type)
     ):
         raise InputDataError(
             f"vector must be a list of numbers, got {vector_type}", path=str(path), field="vector"
         )
+    first = next(pq.ParquetFile(path).iter_batches(batch_size=1, columns=["vector"]), None)
+    if first is None or first.num_rows == 0 or first.column(0).null_count:
+        return 0
+    return int(pc.list_value_length(first.column(0))[0].as_py())
+
+
+def _parquet_chunks(path: Path) -> Iterator[tuple[str, int, list[str], np.ndarray]]:
+    """``(file, first row, ids, vectors)`` of a ``paper_id`` + ``vector`` parquet file."""
     start = 0
-    for batch in handle.iter_batches(batch_size=CHUNK_ROWS, columns=["paper_id", "vector"]):
+    batches = pq.ParquetFile(path).iter_batches(
+        batch_size=CHUNK_ROWS, columns=["paper_id", "vector"]
+    )
+    for batch in batches:
         ids_column, vectors_column = batch.column(0), batch.column(1)
         for name, column in (("paper_id", ids_column), ("vector", vectors_column)):
             if column.null_count:
-                row = start + int(
-                    np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0]
-                )
+                nulls = column.is_null().to_numpy(zero_copy_only=False)
+                row = start + int(np.flatnonzero(nulls)[0])
                 raise InputDataError(f"row {row + 1}: {name} is null", path=str(path), field=name)
         ids = pc.cast(ids_column, pa.string()).to_pylist()
         lengths = pc.list_value_length(vectors_column).to_numpy(zero_copy_only=False)
@@ -106,12 +115,8 @@ def _open(source: Path) -> tuple[Iterator[tuple[str, int, list[str], np.ndarray]
         dtype = "float16" if store.dtypes == ["float16"] else "float32"
         return _folder_chunks(store), store.n_rows, store.dim, dtype
     if source.is_file() and source.suffix == ".parquet":
-        handle = pq.ParquetFile(source)
-        rows = handle.metadata.num_rows
-        first = next(handle.iter_batches(batch_size=1, columns=["vector"]), None)
-        dim = 0
-        if first is not None and first.num_rows and first.column(0).null_count == 0:
-            dim = int(pc.list_value_length(first.column(0))[0].as_py())
+        dim = _parquet_dim(source)
+        rows = pq.ParquetFile(source).metadata.num_rows
         return _parquet_chunks(source), rows, dim, "float32"
     if not source.exists():
         raise InputDataError("no such file or folder", path=str(source))
@@ -146,8 +151,6 @@ def _check_chunk(
 
 def _check_ids(ids_path: Path, source: Path, needed: Path | None, what: str) -> dict[str, Any]:
     """No id twice; every id of ``needed`` (a parquet of ``paper_id``) present."""
-    import polars as pl
-
     ids = pl.read_parquet(ids_path).with_row_index("row")
     repeated = ids.filter(pl.col("paper_id").is_duplicated()).sort("paper_id", "row")
     if repeated.height:
@@ -207,7 +210,9 @@ def import_store(
                     dim,
                     similarity,
                 )
-                writer.write_table(pa.table({"paper_id": pa.array(ids, pa.string())}))
+                writer.write_table(
+                    pa.table({"paper_id": pa.array(ids, pa.string())}, schema=ids_schema(False))
+                )
                 handle.write(np.ascontiguousarray(vectors, dtype=dtype).tobytes())
                 written += len(ids)
         if written != rows:

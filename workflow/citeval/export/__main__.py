@@ -1,0 +1,3 @@
+from citeval.export.cli import main
+
+raise SystemExit(main())
