@@ -38,7 +38,13 @@ def read_texts(paths: list[Path]) -> tuple[list[str], list[str]]:
 
 
 def write_store(folder: Path, ids: list[str], vectors: np.ndarray) -> None:
-    """citeval's shard format: shard-00000.npy and its id table."""
+    """citeval's shard format: shard-00000.npy and its id table. A text without a word of
+    the vocabulary has no LSA vector (all zeros: no direction for cosine similarity), so it
+    is left out; citeval's import names any paper a collection needs that is missing."""
+    keep = np.flatnonzero(np.abs(vectors).sum(axis=1) > 0)
+    if len(keep) < len(ids):
+        print(f"{folder}: {len(ids) - len(keep)} texts without a known word left out")
+    ids, vectors = [ids[i] for i in keep], vectors[keep]
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(
         pa.table({"paper_id": pa.array(ids, pa.string())}), folder / "shard-00000.ids.parquet"
@@ -58,7 +64,7 @@ def main() -> None:
 
     ids, texts = read_texts([args.papers])
     # Fitted on the papers alone: the contexts are queries, mapped into the papers' space.
-    tfidf = TfidfVectorizer(sublinear_tf=True, stop_words="english", min_df=2)
+    tfidf = TfidfVectorizer(sublinear_tf=True, stop_words="english")
     svd = TruncatedSVD(n_components=args.dim, algorithm="arpack", random_state=args.seed)
     vectors = svd.fit_transform(tfidf.fit_transform(texts))
     write_store(args.store, ids, vectors)

@@ -134,37 +134,34 @@ def test_the_old_memory_limit_key_names_its_new_one():
     assert load_config(MINIMAL).jobs.memory_limit == schema_default("jobs.memory_limit") == "2GB"
 
 
-STORE = {"similarity": "ip", "store": "vectors.parquet"}
-RUNS = {"runs": "runs/{setup}-{split}/{collection}.trec"}
+STORE = {"name": "v", "similarity": "ip", "store": "vectors.parquet"}
+RUNS = {"name": "r", "runs": "runs/{setup}-{split}/{collection}.trec"}
 
 
 @pytest.mark.parametrize(
     ("systems", "message"),
     [
-        ({"embeddings": {"v": {"similarity": "ip"}}}, "set exactly one of store .* and command"),
+        ({"embeddings": [{"name": "v", "similarity": "ip"}]}, "set exactly one of store .* and"),
+        ({"embeddings": [{**STORE, "command": "make {store}"}]}, "set exactly one of store"),
         (
-            {"embeddings": {"v": {**STORE, "command": "make {store}"}}},
-            "set exactly one of store",
-        ),
-        (
-            {"embeddings": {"v": {"similarity": "ip", "command": "x", "contexts": "c"}}},
+            {"embeddings": [{"name": "v", "similarity": "ip", "command": "x", "contexts": "c"}]},
             "set contexts or command",
         ),
-        ({"runs": {"r": {}}}, "set exactly one of runs .* and command"),
-        ({"runs": {"r": {"runs": "runs/{setup}.trec"}}}, r"needs \{split\}, \{collection\}"),
-        ({"runs": {"r": {**RUNS, "mdcr": "mdcr.json"}}}, r"mdcr: the template needs \{split\}"),
+        ({"runs": [{"name": "r"}]}, "set exactly one of runs .* and command"),
+        ({"runs": [{**RUNS, "runs": "runs/{setup}.trec"}]}, r"needs \{split\}, \{collection\}"),
+        ({"runs": [{**RUNS, "mdcr": "mdcr.json"}]}, r"mdcr: the template needs \{split\}"),
         (
-            {"runs": {"r": {**RUNS, "mdcr": "{split}.json", "mdcr_command": "x"}}},
+            {"runs": [{**RUNS, "mdcr": "{split}.json", "mdcr_command": "x"}]},
             "set mdcr or mdcr_command",
         ),
         (
-            {"runs": {"r": {"command": "rank {queries} {poool} > {output}"}}},
+            {"runs": [{"name": "r", "command": "rank {queries} {poool} > {output}"}]},
             r"unknown placeholders \['poool'\]",
         ),
-        ({"runs": {"r": {"command": "rank {queries"}}}, "expected '}'"),
-        ({"runs": {"minilm": RUNS}}, "another system has that name"),
-        ({"embeddings": {"r": STORE}, "runs": {"r": RUNS}}, "another system has that name"),
-        ({"runs": {"my run": RUNS}}, "only letters, digits"),
+        ({"runs": [{"name": "r", "command": "rank {queries"}]}, "expected '}'"),
+        ({"runs": [{**RUNS, "name": "minilm"}]}, r"runs\[0\] \(minilm\): another system has"),
+        ({"embeddings": [{**STORE, "name": "r"}], "runs": [RUNS]}, "another system has that name"),
+        ({"runs": [{**RUNS, "name": "my run"}]}, "does not match"),
     ],
 )
 def test_a_users_system_is_checked_when_the_config_loads(systems, message):
@@ -176,18 +173,18 @@ def test_a_users_system_is_checked_when_the_config_loads(systems, message):
 
 def test_a_local_row_by_a_store_needs_its_contexts():
     raw = _demo()
-    raw["systems"]["embeddings"]["v"] = STORE
+    raw["systems"]["embeddings"].append(dict(STORE))
     raw["local"]["models"] = ["bm25", "v"]
-    with pytest.raises(ConfigError, match=r"systems\.embeddings\.v names no contexts store"):
+    with pytest.raises(ConfigError, match="v ranks contexts by their vectors, but its"):
         load_config(raw)
-    raw["systems"]["embeddings"]["v"]["contexts"] = "contexts.parquet"
-    assert load_config(raw).systems.embeddings["v"].contexts == "contexts.parquet"
+    raw["systems"]["embeddings"][-1]["contexts"] = "contexts.parquet"
+    assert load_config(raw).systems.embeddings[-1].contexts == "contexts.parquet"
 
 
 def test_users_systems_take_part_in_fusion_reranking_and_mdcr():
     raw = _demo()
-    raw["systems"]["embeddings"]["v"] = STORE
-    raw["systems"]["runs"]["r"] = RUNS
+    raw["systems"]["embeddings"].append(STORE)
+    raw["systems"]["runs"].append(RUNS)
     raw["fusion"] = [{"name": "rrf", "runs": ["v", "r"]}]
     raw["rerank"]["first_stages"] = ["r"]
     raw.setdefault("mdcr", {})["models"] = ["bm25", "v"]

@@ -33,23 +33,25 @@ SYSTEMS = ["lsa", "bm25okapi"]
 def external_config(tiny_model: Path) -> dict:
     config = yaml.safe_load((REPO / "tests" / "data" / "pipeline.yaml").read_text())
     config["systems"] = {
-        "embeddings": {
-            "lsa": {
+        "embeddings": [
+            {
+                "name": "lsa",
                 "similarity": "cosine",
                 "command": f"python {EXAMPLES / 'lsa_store.py'} --papers {{papers}} "
                 "--contexts {contexts} --store {store} --contexts-store {contexts_store} "
                 "--dim 32 --seed 3",
             }
-        },
-        "runs": {
-            "bm25okapi": {
+        ],
+        "runs": [
+            {
+                "name": "bm25okapi",
                 "command": f"python {EXAMPLES / 'rank_bm25_runs.py'} run --queries {{queries}} "
                 "--pools {pools} --group {group} --rep {rep} --query-papers {query_papers} "
                 "--papers {papers} --k {k} --output {output}",
                 "mdcr_command": f"python {EXAMPLES / 'rank_bm25_runs.py'} mdcr "
                 "--benchmark {benchmark} --data {data} --output {output}",
             }
-        },
+        ],
     }
     config["fusion"] = [{"name": "rrf", "runs": ["bm25", "lsa"]}]
     config["rerank"] = {

@@ -119,8 +119,10 @@ def test_users_systems_are_imported_evaluated_and_never_shape_mdcr(plan):
 def test_users_files_are_read_where_they_are(plan):
     raw = demo_raw()
     raw["systems"] = {
-        "embeddings": {"v": {"similarity": "l2", "store": "/data/v.parquet", "contexts": "/c"}},
-        "runs": {"r": {"runs": "/runs/{setup}/{split}/{collection}.trec"}},
+        "embeddings": [
+            {"name": "v", "similarity": "l2", "store": "/data/v.parquet", "contexts": "/c"}
+        ],
+        "runs": [{"name": "r", "runs": "/runs/{setup}/{split}/{collection}.trec"}],
     }
     raw["local"]["models"] = ["bm25", "v", "r"]
     files = Plan.from_config(load_config(raw))

@@ -251,7 +251,7 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     assert sum("bm25.ce@10.trec" in line for line in metrics) == 8
     assert sum("bm25.ce@20.trec" in line for line in metrics) == 8
     assert all("--cutoffs 30 10 20" in line for line in metrics)
-    assert len(local) == 12
+    assert len(local) == 16  # 2 splits x 8 rows (the two users' systems among them)
     assert all("--cutoffs 1 5 10 20 50 100 200 500 1000" in line for line in local)
     (report,) = [line for line in result.stdout.splitlines() if "citeval.tables" in line]
     words = shlex.split(report.removeprefix("Shell command: "))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 import string
 from collections.abc import Mapping
 from pathlib import Path
@@ -165,6 +164,7 @@ class Encode(Section):
 
 
 class EmbeddingsSystem(Section):
+    name: str
     store: str | None
     contexts: str | None
     similarity: Literal["ip", "l2", "cosine"]
@@ -172,6 +172,7 @@ class EmbeddingsSystem(Section):
 
 
 class RunSystem(Section):
+    name: str
     runs: str | None
     mdcr: str | None
     command: str | None
@@ -198,8 +199,8 @@ COMMAND_PLACEHOLDERS = {
 
 
 class Systems(Section):
-    embeddings: dict[str, EmbeddingsSystem]
-    runs: dict[str, RunSystem]
+    embeddings: list[EmbeddingsSystem]
+    runs: list[RunSystem]
 
 
 class Faiss(Section):
@@ -584,14 +585,8 @@ def _unknown(where: str, names: list[str], known: list[str]) -> None:
         raise ConfigError(f"{where}: {missing} are not among {known}")
 
 
-# A system's name becomes a file name and a run tag, as a fusion's does (schema pattern).
-_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
 def _check_own_system(where: str, entry: EmbeddingsSystem | RunSystem) -> None:
     """A user's system names its files or the command that writes them, never both."""
-    if not _SYSTEM_NAME.match(where.rpartition(".")[2]):
-        raise ConfigError(f"{where}: a system name may hold only letters, digits and _ . -")
     files_key = "store" if isinstance(entry, EmbeddingsSystem) else "runs"
     if (getattr(entry, files_key) is None) == (entry.command is None):
         raise ConfigError(f"{where}: set exactly one of {files_key} (your files) and command")
@@ -635,15 +630,13 @@ def check_config(config: Config) -> None:
     registry = [*config.models, *config.train.models]
     _unknown("encode.models", config.encode.models, registry)
     first_stages = [BM25_SYSTEM, *config.encode.models]
-    for section, entries in (
-        ("embeddings", config.systems.embeddings),
-        ("runs", config.systems.runs),
-    ):
-        for name, entry in entries.items():
-            _check_own_system(f"systems.{section}.{name}", entry)
-            if name in first_stages:
-                raise ConfigError(f"systems.{section}.{name}: another system has that name")
-            first_stages.append(name)
+    for section in ("embeddings", "runs"):
+        for index, entry in enumerate(getattr(config.systems, section)):
+            where = f"systems.{section}[{index}] ({entry.name})"
+            _check_own_system(where, entry)
+            if entry.name in first_stages:
+                raise ConfigError(f"{where}: another system has that name")
+            first_stages.append(entry.name)
     for index, fusion in enumerate(config.fusion):
         if fusion.name in first_stages:
             raise ConfigError(f"fusion[{index}].name {fusion.name!r} is already a model name")
@@ -668,12 +661,11 @@ def check_config(config: Config) -> None:
             )
     if local.enabled:
         _unknown("local.models", local.models, first_stages)
-        for name in local.models:
-            entry = config.systems.embeddings.get(name)
-            if entry is not None and entry.store is not None and entry.contexts is None:
+        for entry in config.systems.embeddings:
+            if entry.name in local.models and entry.store is not None and entry.contexts is None:
                 raise ConfigError(
-                    f"local.models: {name} ranks contexts by their vectors, but "
-                    f"systems.embeddings.{name} names no contexts store"
+                    f"local.models: {entry.name} ranks contexts by their vectors, but its "
+                    "systems.embeddings entry names no contexts store"
                 )
         if not local.input.paths:
             raise ConfigError("local.input.paths names no input (full text or curated contexts)")

@@ -155,10 +155,10 @@ def systems_of(config: Config) -> dict[str, System]:
     reranking is on. Names are unique (citeval.config checks)."""
     systems = [System(BM25_SYSTEM, BM25)]
     systems += [System(name, ENCODER) for name in config.encode.models]
-    systems += [System(name, EMBEDDINGS) for name in config.systems.embeddings]
+    systems += [System(entry.name, EMBEDDINGS) for entry in config.systems.embeddings]
     systems += [
-        System(name, RUN, scores_mdcr=entry.mdcr is not None or entry.mdcr_command is not None)
-        for name, entry in config.systems.runs.items()
+        System(entry.name, RUN, scores_mdcr=(entry.mdcr or entry.mdcr_command) is not None)
+        for entry in config.systems.runs
     ]
     systems += [System(f.name, FUSION, tuple(f.runs)) for f in config.fusion]
     if config.rerank.enabled:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from citeval.config import Config, model_entry_builtins
+from citeval.config import Config, EmbeddingsSystem, RunSystem, model_entry_builtins
 from citeval.layout import Layout, reranked_label, reranked_run
 from citeval.measures import global_metric_cutoffs
 from citeval.systems import (
@@ -74,9 +74,19 @@ class Systems:
         """The user's runs (systems.runs)."""
         return self.of_kind(RUN)
 
+    @cached_property
+    def stored(self) -> dict[str, EmbeddingsSystem]:
+        """The user's embedding stores' config entries by name."""
+        return {entry.name: entry for entry in self.config.systems.embeddings}
+
+    @cached_property
+    def imported(self) -> dict[str, RunSystem]:
+        """The user's runs' config entries by name."""
+        return {entry.name: entry for entry in self.config.systems.runs}
+
     def similarity(self, name: str) -> str:
-        if name in self.config.systems.embeddings:
-            return self.config.systems.embeddings[name].similarity
+        if name in self.stored:
+            return self.stored[name].similarity
         return self.model_specs[name]["similarity"]
 
     def pooling(self, name: str) -> str | None:
@@ -87,7 +97,7 @@ class Systems:
 
     def store_source(self, name: str, contexts: bool = False) -> str:
         """The store the import reads: the user's, or the one their command writes."""
-        entry = self.config.systems.embeddings[name]
+        entry = self.stored[name]
         if entry.command is not None:
             return self.layout.external_store(name, contexts)
         return (entry.contexts if contexts else entry.store) or ""
@@ -95,31 +105,31 @@ class Systems:
     def store_input(self, name: str, contexts: bool = False) -> str:
         """What the import waits for: the user's store, or the folder their command
         writes (both stores in it)."""
-        if self.config.systems.embeddings[name].command is not None:
+        if self.stored[name].command is not None:
             return self.layout.external(name)
         return self.store_source(name, contexts)
 
     def run_source(self, name: str, setup: str, split: str, collection: str) -> str:
-        entry = self.config.systems.runs[name]
+        entry = self.imported[name]
         if entry.runs is None:
             return self.layout.external_run(name, setup, split, collection)
         return entry.runs.format(setup=setup, split=split, collection=collection)
 
     def mdcr_scores_source(self, name: str, split: str) -> str:
-        entry = self.config.systems.runs[name]
+        entry = self.imported[name]
         if entry.mdcr is None:
             return self.layout.external_mdcr_scores(name, split)
         return entry.mdcr.format(split=split)
 
     def missing_queries(self, name: str) -> str:
         """What a user's run missing a collection's query means: error, or zero."""
-        return self.config.systems.runs[name].missing_queries
+        return self.imported[name].missing_queries
 
     def commands(self, section: str, key: str = "command") -> dict[str, str]:
         """The user's systems of ``section`` (embeddings, runs) that a command of theirs
         (``key``) makes, and the command."""
         entries = getattr(self.config.systems, section)
-        commands = {name: getattr(entry, key) for name, entry in entries.items()}
+        commands = {entry.name: getattr(entry, key) for entry in entries}
         return {name: command for name, command in commands.items() if command is not None}
 
     @cached_property
