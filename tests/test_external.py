@@ -271,3 +271,19 @@ def test_good_mdcr_scores_are_imported(benchmark: Path) -> None:
     argv = ["mdcr-scores", "--input", str(source), "--benchmark", str(benchmark)]
     assert main([*argv, "--output", str(output)]) == 0
     assert json.loads(output.read_text()) == {"q_a": 2.0, "q_b": 0.5}
+
+
+def test_a_users_command_gets_its_paths_shell_quoted() -> None:
+    from citeval.commands import fill_command
+
+    command = fill_command(
+        "embed --papers {papers} --contexts {contexts} --out {store} --k {k}",
+        papers="results/my corpus/papers",
+        contexts=["a/query_papers", "b c/query_papers"],
+        store="out",
+        k=100,
+    )
+    assert command == (
+        "embed --papers 'results/my corpus/papers' --contexts a/query_papers "
+        "'b c/query_papers' --out out --k 100"
+    )
