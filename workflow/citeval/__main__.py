@@ -28,6 +28,7 @@ STAGES = {
     "train": "encoders from the citation graph: graph, embed-graph, triplets, fit",
     "tables": "the paper's tables and the provenance record",
     "plots": "figures of the tables",
+    "regressions": "a finished run's main numbers against those its config pins",
 }
 
 
