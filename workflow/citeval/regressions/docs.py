@@ -15,9 +15,14 @@ INTRO = f"""\
 Generated from `{FOLDER}/*.yaml` by `citeval regressions docs`; do not edit by hand
 (`tests/test_regressions.py` checks that it is up to date).
 
-Each file in `{FOLDER}/` pins one config's main numbers: {{pinned}}. Values are the
-tables' (x100), shown here with {DIGITS} decimals; the files hold the TSVs' six, each with a
-tolerance (absolute, in the same units): the file's, or the value's own.
+Each file in `{FOLDER}/` pins one config's main numbers, from the run's
+`results/<dataset>/tables/*.tsv`:
+
+{{pinned}}
+
+Values are the tables' (x100), shown here with {DIGITS} decimals; the files hold the TSVs'
+six, each with a tolerance (absolute, in the same units): the file's, or the value's own
+(`column: {{{{value: 12.3, tolerance: 0.5}}}}`).
 
 ```bash
 citeval regressions check {FOLDER}/<name>.yaml [--results DIR]   # or the config's path
@@ -29,6 +34,12 @@ citeval regressions docs                             # then regenerate this page
 outside their tolerance) and a summary line; it exits 1 when a cell misses, and 2 with one
 line when the run lacks a pinned table, row or column. `update` keeps each value's own
 tolerance, so its diff in review shows only the numbers that moved.
+
+When a change moves the numbers on purpose (a new system in a config, a new default), rerun
+the config's command below, then `citeval regressions update <name>` (new rows and columns
+are added, gone ones dropped) and `citeval regressions docs`, and commit the three diffs
+together. A new pinned config: `citeval regressions update <name> --results DIR --config
+PATH --command CMD [--tolerance T] [--description TEXT]`.
 """
 
 
@@ -54,6 +65,6 @@ def _section(expected: Expected) -> str:
 
 
 def render_docs(files: list[Expected]) -> str:
-    pinned = "; ".join(p.description for p in PINNED)
+    pinned = "\n".join(f"- `{p.table}`: {p.description}" for p in PINNED)
     sections = [_section(expected) for expected in files]
     return "\n".join([INTRO.format(pinned=pinned), *sections]).rstrip("\n") + "\n"
