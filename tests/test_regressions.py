@@ -205,3 +205,15 @@ def test_the_docs_list_every_file_with_its_command_and_table(tmp_path, results):
 def test_the_committed_reproductions_page_is_up_to_date(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     assert main(["docs", "--check"]) == 0, capsys.readouterr().out
+
+
+def test_docs_check_fails_on_a_stale_page(tmp_path, results, capsys):
+    path = new_file(tmp_path, results)
+    page = tmp_path / "reproductions.md"
+    folder = ["--folder", str(path.parent)]
+    assert main([*folder, "docs", "--output", str(page)]) == 0
+    assert main([*folder, "docs", "--output", str(page), "--check"]) == 0
+    path.write_text(path.read_text().replace("600 MAP: 21.5", "600 MAP: 22.5"))
+    capsys.readouterr()
+    assert main([*folder, "docs", "--output", str(page), "--check"]) == 1
+    assert "is out of date: run `citeval regressions docs`" in capsys.readouterr().out
