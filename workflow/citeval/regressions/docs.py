@@ -40,6 +40,11 @@ the config's command below, then `citeval regressions update <name>` (new rows a
 are added, gone ones dropped) and `citeval regressions docs`, and commit the three diffs
 together. A new pinned config: `citeval regressions update <name> --results DIR --config
 PATH --command CMD [--tolerance T] [--description TEXT]`.
+
+Every config here is merged onto `config/config.yaml`, the Snakefile's default configfile:
+a setting that file gives (`bm25.k1`, say) is what the other configs read where they do not
+set it, so changing its default in the schema moves none of these numbers; changing it in
+`config/config.yaml` moves every config's that reads it.
 """
 
 
