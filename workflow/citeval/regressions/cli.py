@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from citeval.cli import run_cli
@@ -82,7 +83,7 @@ def _fields(args: argparse.Namespace, old: Expected | None) -> Expected:
     }
     given = {key: value for key, value in given.items() if value is not None}
     if old is not None:
-        return Expected(**{**old.__dict__, **given})
+        return replace(old, **given)
     if args.results is None or args.config is None or args.run_command is None:
         raise CitevalError(
             f"{path_of(args.name, args.folder)} does not exist: a new file needs --results, "
