@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from citeval.collection_list import read_collections, tuning_collections
+from citeval.regressions.cli import main as regressions
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -161,6 +162,16 @@ def test_outputs_exist_and_tables_have_every_model(first_run):
     assert sorted((out / "samples" / "dataset-test" / "qrels").glob("*.qrels"))
     for log in (out / "logs").rglob("*.log"):
         assert "Traceback" not in log.read_text(), log
+
+
+def test_main_tables_hold_the_numbers_the_regression_file_pins(first_run, capsys):
+    """Exactly (tolerance 0) on this platform: a change that moves a number fails here with
+    the cells that moved, until ``citeval regressions update e2e`` pins the new ones."""
+    expected = REPO / "regressions" / "e2e.yaml"
+    results = first_run / "results" / "e2e"
+    status = regressions(["check", str(expected), "--results", str(results), "--misses"])
+    said = capsys.readouterr()
+    assert status == 0, said.out[-8000:] + said.err
 
 
 def test_local_task_has_contexts_splits_and_tables(first_run):

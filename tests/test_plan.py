@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from citeval.commands import settings_flags, tradeoff_arguments
-from citeval.config import load_config
+from citeval.config import load_config, load_config_file
 from citeval.layout import WILDCARDS, Layout, reranked_label, reranked_run
 from citeval.plan import Plan
 
@@ -351,3 +351,18 @@ def test_settings_are_written_from_the_config(plan):
     assert "--fields Biology 'Computer Science' Medicine Physics" in settings_flags(
         plan.config, stages.SAMPLE_FIELD
     )
+
+
+def test_the_mdcr_import_example_scores_the_demos_exported_split_and_samples_nothing():
+    plan = Plan.from_config(load_config_file("config/config.yaml", "config/mdcr-import.yaml"))
+    assert plan.mdcr.imported and plan.mdcr.splits == ["test"]
+    assert plan.mdcr.files("test") == {
+        "benchmark": "results/demo/mdcr/mdcr_test.json",
+        "data": "results/demo/mdcr/mdcr_test_data.jsonl",
+    }
+    assert plan.setups.names == [] and plan.mdcr.models == ["bm25", "minilm", "rrf"]
+    assert plan.mdcr.tables == [
+        f"results/mdcr-import/tables/{name}.{ext}"
+        for name in ("table3_mdcr", "table4_mdcr_types")
+        for ext in ("tsv", "md")
+    ]

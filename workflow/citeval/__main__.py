@@ -30,6 +30,7 @@ STAGES = {
     "tables": "the paper's tables and the provenance record",
     "plots": "figures of the tables",
     "export": "a collection or MDCR's pairs as a BEIR folder",
+    "regressions": "a finished run's main numbers against those its config pins",
 }
 
 

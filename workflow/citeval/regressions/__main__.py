@@ -1,0 +1,3 @@
+from citeval.regressions.cli import main
+
+raise SystemExit(main())
