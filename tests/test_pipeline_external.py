@@ -54,6 +54,9 @@ def external_config(tiny_model: Path) -> dict:
             }
         ],
     }
+    # No BM25 tuning and no validation split: this test is about the users' systems.
+    config["bm25"]["tune"]["enabled"] = False
+    config["sampling"]["validation"] = {"num_queries": 0, "queries_per_field": 0}
     config["fusion"] = [{"name": "rrf", "runs": ["bm25", "lsa"]}]
     config["rerank"] = {
         "enabled": True,
