@@ -58,7 +58,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from citeval import st_modules
+from citeval import module_chain, st_modules
 from citeval.batching import (
     TokenizerPool,
     Tokens,
@@ -74,6 +74,7 @@ from citeval.config import (
     schema_node,
 )
 from citeval.errors import CitevalError, ConfigError
+from citeval.pooling import aspire_pool, cls_pool, layer_mean, mean_pool
 
 log = logging.getLogger(__name__)
 
@@ -379,67 +380,6 @@ def token_sentences(
     return result
 
 
-# --- pooling --------------------------------------------------------------------------
-
-
-def cls_pool(last_hidden: Any) -> Any:
-    """The first position of the last layer, [CLS] for BERT-style tokenizers."""
-    return last_hidden[:, 0].float()
-
-
-def mean_pool(last_hidden: Any, attention_mask: Any) -> Any:
-    """Attention-masked mean of the last layer, computed in float32."""
-    mask = attention_mask.unsqueeze(-1).float()
-    summed = (last_hidden.float() * mask).sum(dim=1)
-    return summed / mask.sum(dim=1).clamp(min=1.0)
-
-
-def layer_mean(hidden_states: Sequence[Any]) -> Any:
-    """Mean over every entry of ``hidden_states`` (embedding output included), in float32.
-
-    A running sum keeps one float32 copy instead of stacking all layers.
-    """
-    total = hidden_states[0].float()
-    for hidden in hidden_states[1:]:
-        total = total + hidden.float()
-    return total / len(hidden_states)
-
-
-def aspire_pool(
-    token_states: Any, token_sentence: Any, attention_mask: Any
-) -> tuple[Any, Any, Any]:
-    """Per-sentence token means.
-
-    ``token_states`` is (batch, length, dim), ``token_sentence`` (batch, length) holds a
-    sentence index or -1. Returns ``(vectors, row, sentence)``: one vector per (row,
-    sentence) pair that has at least one token, ordered by row then sentence; a row
-    without any sentence token falls back to its masked mean as sentence 0.
-    """
-    import torch
-
-    batch, _, dim = token_states.shape
-    device = token_states.device
-    valid = token_sentence >= 0
-    num_sentences = max(int(token_sentence.max().item()) + 1, 1)
-    rows = torch.arange(batch, device=device).unsqueeze(1).expand_as(token_sentence)
-    group = (rows * num_sentences + token_sentence.clamp(min=0))[valid]
-    states = token_states.float()
-    sums = torch.zeros(batch * num_sentences, dim, device=device, dtype=torch.float32)
-    sums.index_add_(0, group, states[valid])
-    counts = torch.zeros(batch * num_sentences, device=device, dtype=torch.float32)
-    counts.index_add_(0, group, torch.ones_like(group, dtype=torch.float32))
-
-    empty_rows = torch.nonzero(~valid.any(dim=1)).flatten()
-    if len(empty_rows):
-        fallback = mean_pool(states[empty_rows], attention_mask[empty_rows])
-        slots = empty_rows * num_sentences
-        sums[slots] = fallback
-        counts[slots] = 1.0
-    kept = torch.nonzero(counts > 0).flatten()
-    vectors = sums[kept] / counts[kept].unsqueeze(1)
-    return vectors, kept // num_sentences, kept % num_sentences
-
-
 # --- encoder --------------------------------------------------------------------------
 
 
@@ -585,7 +525,15 @@ class Encoder:
         self.model.to(device=self.device, dtype=self.dtype)
         self.model.eval()
         self.dim = int(self.model.config.hidden_size)
-        self.modules = self._load_modules(modules[1:])
+        self.modules = module_chain.load(
+            self.st_root,
+            [] if spec.multi_vector else modules[1:],
+            model=spec.name,
+            pooling=spec.pooling,
+            prompted=bool(self.prompts.query or self.prompts.document),
+            device=self.device,
+        )
+        self.dim = module_chain.dimension(self.modules, self.dim)
         self.max_length = self._max_length()
         self.batch_tokens = resolve_batch_tokens(spec.batch_tokens, self.device)
         self._torch = torch
@@ -625,65 +573,11 @@ class Encoder:
         self._folder_max_length = settings.get("max_seq_length")
         return modules
 
-    def _load_modules(self, modules: Sequence[st_modules.Module]) -> list[tuple[str, Any]]:
-        """The modules after the Transformer, by sentence-transformers' classes, in float32
-        on the device; a Pooling by cls or mean whose prompt tokens count is done by
-        :func:`cls_pool` / :func:`mean_pool` (``"cls"``/``"mean"``), which the paper models
-        share, so that a folder and its plain transformer give the same vectors.
-
-        ASPIRE keeps its own pooling: the folder's Pooling is not run.
-        """
-        if self.spec.multi_vector or not modules:
-            return []
-        root = str(self.st_root)
-        loaded: list[tuple[str, Any]] = []
-        for position, module in enumerate(modules):
-            instance = st_modules.load_module(root, module)
-            if module.kind == "Pooling":
-                mode = instance.pooling_mode
-                prompt_counts = instance.include_prompt or not (
-                    self.prompts.query or self.prompts.document
-                )
-                if mode in ("cls", "mean") and prompt_counts and position == 0:
-                    if mode != self.spec.pooling:
-                        raise CitevalError(
-                            f"model {self.spec.name!r}: {module.describe(root)} pools by "
-                            f"{mode}, but models.{self.spec.name}.pooling is "
-                            f"{self.spec.pooling}; set it to {mode}"
-                        )
-                    loaded.append((mode, None))
-                    continue
-                log.info(
-                    "model %s: pooling by the folder's %s (pooling_mode %s, include_prompt %s)",
-                    self.spec.name,
-                    module.describe(root),
-                    mode,
-                    instance.include_prompt,
-                )
-            instance.to(device=self.device, dtype=self._torch_float32())
-            instance.eval()
-            loaded.append(("module", instance))
-        for _, instance in loaded:
-            if instance is not None and hasattr(instance, "get_embedding_dimension"):
-                self.dim = int(instance.get_embedding_dimension())
-        return loaded
-
-    @staticmethod
-    def _torch_float32() -> Any:
-        import torch
-
-        return torch.float32
-
     @property
     def normalizes(self) -> bool:
         """Whether the folder's last module L2-normalises the vector (cosine then needs
         no second pass, which would change the last bits)."""
-        if not self.modules or self.modules[-1][1] is None:
-            return False
-        last = self.modules[-1][1]
-        return type(last).__name__ == "Normalize" and (
-            last.module_output_name == "sentence_embedding"
-        )
+        return module_chain.normalizes(self.modules)
 
     def _load_with_adapter(self, model_dir: str) -> Any:
         spec = self.spec
@@ -823,7 +717,7 @@ class Encoder:
                     out = self.model(input_ids=inputs["input_ids"], attention_mask=attention)
                     hidden = out.last_hidden_state
                     if self.modules:
-                        vectors = self._run_modules(hidden, attention, prompt_length)
+                        vectors = module_chain.run(self.modules, hidden, attention, prompt_length)
                     elif self.spec.pooling == "cls":
                         vectors = cls_pool(hidden)
                     else:
@@ -843,25 +737,6 @@ class Encoder:
                 paper_index=paper_index[restore].cpu().numpy().astype(np.int64),
                 sentence=sentence[restore].cpu().numpy().astype(np.int32),
             )
-
-    def _run_modules(self, hidden: Any, attention: Any, prompt_length: int) -> Any:
-        """The folder's modules after the Transformer, on its last layer in float32, as
-        sentence-transformers chains them (a features mapping each module reads and
-        extends)."""
-        features: dict[str, Any] = {
-            "token_embeddings": hidden.float(),
-            "attention_mask": attention,
-        }
-        if prompt_length:
-            features["prompt_length"] = prompt_length
-        for how, module in self.modules:
-            if how == "cls":
-                features["sentence_embedding"] = cls_pool(features["token_embeddings"])
-            elif how == "mean":
-                features["sentence_embedding"] = mean_pool(features["token_embeddings"], attention)
-            else:
-                features = module(features)
-        return features["sentence_embedding"].float()
 
     def encode(
         self,
