@@ -13,6 +13,7 @@ from citeval.config import (
     load_config,
     load_config_file,
     schema_default,
+    schema_node,
     with_defaults,
 )
 from citeval.errors import ConfigError
@@ -190,3 +191,11 @@ def test_users_systems_take_part_in_fusion_reranking_and_mdcr():
     raw.setdefault("mdcr", {})["models"] = ["bm25", "v"]
     config = load_config(raw)
     assert config.fusion[0].runs == ["v", "r"]
+
+
+def test_a_stores_similarities_are_the_encoders():
+    # Retrieval and MDCR score a user's store as they score an encoder's.
+    assert (
+        schema_node("systems.embeddings.*.similarity")["enum"]
+        == (schema_node("models.*.similarity")["enum"])
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from citeval.cli import positive_int, run_cli, run_tag
 from citeval.collection_list import collection_name, read_collection
+from citeval.config import schema_node
 from citeval.external.runs import MISSING_QUERIES, import_run
 from citeval.external.scores import import_mdcr_scores
 from citeval.external.stores import import_store
@@ -19,7 +20,8 @@ from citeval.trec import write_run
 
 log = logging.getLogger(__name__)
 
-SIMILARITIES = ("ip", "l2", "cosine")
+# The similarities an embeddings system may declare: the encoders' (the schema's enum).
+SIMILARITIES = tuple(schema_node("systems.embeddings.*.similarity")["enum"])
 
 
 def run_command(args: argparse.Namespace) -> None:

@@ -65,6 +65,7 @@ from pathlib import Path
 
 from citeval import stages
 from citeval.cli import positive_int, require_unique, run_cli
+from citeval.config import schema_node
 from citeval.errors import ConfigError
 from citeval.io import write_json
 from citeval.mdcr.evaluate import (
@@ -341,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     score.add_argument(
         "--similarity",
-        choices=("ip", "l2", "cosine"),
+        choices=schema_node("systems.embeddings.*.similarity")["enum"],
         default=None,
         help="embeddings: how a query vector scores a candidate's",
     )
