@@ -127,17 +127,9 @@ class Local:
         evaluated ones, and the training split when its first stage does."""
         splits = list(self.splits) if name in self.encoders else []
         first_stage = self.config.local.train.first_stage
-        if self.train_run and name in self.encoders_of(first_stage):
+        if self.train_run and name in self.systems.vectors_read_by(first_stage):
             splits.append("train")
         return splits
-
-    def encoders_of(self, name: str) -> list[str]:
-        """The systems whose vectors a run of ``name`` reads (itself, a fusion's members)."""
-        if self.systems.kind(name).embeds:
-            return [name]
-        return [
-            inner for member in self.systems.members(name) for inner in self.encoders_of(member)
-        ]
 
     @cached_property
     def embeds_training_split(self) -> bool:

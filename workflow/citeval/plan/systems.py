@@ -142,10 +142,17 @@ class Systems:
         names = self.of_kind(RERANKER)
         return names[0] if names else None
 
+    def vectors_read_by(self, name: str) -> list[str]:
+        """The systems whose vectors a system's runs read: itself, or a fusion's members'
+        (recursively)."""
+        system = self.by_name[name]
+        if system.kind.embeds:
+            return [name]
+        return [inner for member in system.members for inner in self.vectors_read_by(member)]
+
     def uses_encoders(self, name: str) -> bool:
         """Whether a system's runs read embeddings (a fusion: through any member)."""
-        system = self.by_name[name]
-        return system.kind.embeds or any(self.uses_encoders(m) for m in system.members)
+        return bool(self.vectors_read_by(name))
 
     def members(self, name: str) -> tuple[str, ...]:
         return self.by_name[name].members
