@@ -32,6 +32,20 @@ def test_a_file_that_cannot_be_opened_is_named_in_one_line(
     assert f"error: {tmp_path}: Is a directory" in capsys.readouterr().err
 
 
+def test_an_error_is_said_once_on_stderr_even_with_logging_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A job's log and a user's terminal are both stderr: the message is one line there."""
+
+    def fail() -> None:
+        raise CitevalError("papers.jsonl:3 (field 'year'): not an integer")
+
+    assert command_line(fail) == 2
+    err = capsys.readouterr().err
+    assert err.count("not an integer") == 1, err
+    assert err == "error: papers.jsonl:3 (field 'year'): not an integer\n"
+
+
 def test_a_pattern_duckdb_finds_nothing_for_is_named_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

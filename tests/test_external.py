@@ -32,10 +32,11 @@ def sample(tmp_path: Path) -> Path:
 
 
 def assert_one_error(capsys: pytest.CaptureFixture[str], message: str) -> None:
-    """Exactly one line says what is wrong (the log may repeat it), and no traceback."""
+    """Exactly one line says what is wrong, said once, and no traceback."""
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and message in errors[0], err
+    assert sum(message in line for line in err.splitlines()) == 1, err
     assert "Traceback" not in err
 
 

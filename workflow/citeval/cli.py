@@ -84,7 +84,9 @@ def run_cli(
     A :class:`CitevalError` is printed as one clear line and exits with status 2 instead of
     a traceback: it describes bad input or config, not a bug. So is a file the system
     cannot open (missing, a folder, not writable: the error names it) and a file pattern
-    DuckDB finds nothing for; ``--log-level DEBUG`` adds their tracebacks.
+    DuckDB finds nothing for; ``--log-level DEBUG`` adds their tracebacks. The line goes to
+    stderr once, as ``error: ...``, not also through logging: a job's log and a user's
+    terminal are both stderr, and would show it twice.
     """
     parser = build_parser()
     add_common_arguments(parser)
@@ -109,6 +111,5 @@ def run_cli(
         log.debug("traceback", exc_info=True)
     else:
         return 0
-    log.error("%s", message)
     print(f"error: {message}", file=sys.stderr)
     return 2
