@@ -9,6 +9,9 @@ pip uses the local cache, so the install time is that of a warm cache.
     python benchmarks/bench_fresh_clone.py demo  --output benchmarks/out/fresh-clone-demo.json
     python benchmarks/bench_fresh_clone.py tests --output benchmarks/out/fresh-clone-tests.json
 
+With ``ATEN_CPU_CAPABILITY=avx2`` (or ``avx512``, ``default``) in the environment the
+clone computes with the vector kernels another CPU would pick; the JSON records it.
+
 Writes the wall and CPU seconds of each step (the CPU time of all its processes), the exit
 status, the last lines of the test summary, the commit, and the machine's load average
 before and after. Two commits measured one after the other compare the suite's speed:
@@ -32,6 +35,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+KERNEL_SETTINGS = ("ATEN_CPU_CAPABILITY",)
 STEPS = {
     "demo": [
         ("install", "bash scripts/install.sh"),
@@ -88,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": f"fresh-clone-{args.what}",
         "commit": commit,
         "load_avg_before": [round(x, 2) for x in os.getloadavg()],
+        # torch's vector kernels, when forced (another CPU's choice: docs/reproductions.md)
+        "environment": {key: os.environ[key] for key in KERNEL_SETTINGS if key in os.environ},
         "steps": {},
     }
     with tempfile.TemporaryDirectory(prefix="citeval-fresh-") as tmp:
