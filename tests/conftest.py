@@ -1,5 +1,5 @@
 """Shared test fixtures: a tiny BERT built locally (no hub access), plain and as a
-sentence-transformers folder.
+sentence-transformers folder, and the end-to-end pipeline run several modules share.
 
 ``HF_HUB_OFFLINE`` is set before anything imports huggingface_hub: a hub lookup from a test
 would otherwise hang for over a minute before it fails.
@@ -14,6 +14,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,50 @@ def tiny_st_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     directory = tmp_path_factory.mktemp("tiny-st")
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(directory))
     return directory
+
+
+# The modules that read the one end-to-end run (the ``e2e_run`` fixture): one worker runs
+# them all, so that the run happens once.
+SHARED_RUN_MODULES = frozenset(
+    f"tests/{name}.py"
+    for name in ("test_pipeline", "test_pipeline_train", "test_pipeline_external")
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow modules first (a stable sort), so that the longest runs start at once."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's ``loadfile``, with the modules of :data:`SHARED_RUN_MODULES` as one unit:
+    a module's tests share one worker, so a module-scoped run happens once, and so do the
+    modules that share a session-scoped run. (``--dist loadgroup`` would say this with
+    marks, but newer pytest releases ignore the node ids it rewrites: pytest-xdist#1386.)
+    Units are handed out in collection order, the slow ones first."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "shared-run" if module in SHARED_RUN_MODULES else module
+
+    return ModuleScheduling(config, log)
+
+
+@pytest.fixture(scope="session")
+def e2e_run(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Path:
+    """The working folder of one finished run of :func:`pipeline_runs.shared_config`."""
+    import pipeline_runs
+
+    workdir = pipeline_runs.prepare(
+        tmp_path_factory.mktemp("pipeline") / "first", pipeline_runs.shared_config(tiny_bert_dir)
+    )
+    # Every CPU: the other worker's runs mostly wait (on SLURM, on sleeping jobs) and
+    # finish first, and this run is the suite's longest.
+    result = pipeline_runs.snakemake(workdir, cores=len(os.sched_getaffinity(0)))
+    assert result.returncode == 0, result.stderr[-6000:]
+    return workdir
 
 
 @pytest.fixture

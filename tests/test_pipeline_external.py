@@ -1,11 +1,11 @@
 """End to end: users' own systems (config ``systems``) evaluated like the built-in ones.
 
-The pipeline runs the two examples of examples/ on the small synthetic corpus: LSA vectors
-written by scikit-learn (an ``embeddings`` system, its contexts too) and BM25Okapi runs
-and MDCR scores written by rank-bm25 (a ``run`` system). Their rows appear in Table 1 and
-2, the p-values, MDCR's Tables 3 and 4 and the local tables; they are fused and reranked;
-and their metrics equal an evaluation of the same vectors and runs by pytrec_eval outside
-the pipeline.
+On the shared end-to-end run (tests/pipeline_runs.py), the pipeline runs the two examples
+of examples/ on the small synthetic corpus: LSA vectors written by scikit-learn (an
+``embeddings`` system, its contexts too) and BM25Okapi runs and MDCR scores written by
+rank-bm25 (a ``run`` system). Their rows appear in Table 1 and 2, the p-values, MDCR's
+Tables 3 and 4 and the local tables; they are fused and reranked; and their metrics equal
+an evaluation of the same vectors and runs by pytrec_eval outside the pipeline.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 import pytrec_eval
 import yaml
-from test_pipeline import REPO, local_config, prepare, snakemake
+from pipeline_runs import (
+    FIRST_STAGES,
+    LOCAL_MODELS,
+    LOCAL_RERANKED,
+    RERANKED,
+    USER_SYSTEMS,
+)
 
 from citeval.collection_list import read_collection, read_collections
 from citeval.metrics.per_query import ALL_QUERIES, read_per_query_tsv
@@ -27,59 +33,10 @@ from citeval.trec import rank_documents, read_qrels, read_run
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = REPO / "examples"
-SYSTEMS = ["lsa", "bm25okapi"]
-
-
-def external_config(tiny_model: Path) -> dict:
-    config = yaml.safe_load((REPO / "tests" / "data" / "pipeline.yaml").read_text())
-    config["systems"] = {
-        "embeddings": [
-            {
-                "name": "lsa",
-                "similarity": "cosine",
-                "command": f"python {EXAMPLES / 'lsa_store.py'} --papers {{papers}} "
-                "--contexts {contexts} --store {store} --contexts-store {contexts_store} "
-                "--dim 32 --seed 3",
-            }
-        ],
-        "runs": [
-            {
-                "name": "bm25okapi",
-                "command": f"python {EXAMPLES / 'rank_bm25_runs.py'} run --queries {{queries}} "
-                "--pools {pools} --group {group} --rep {rep} --query-papers {query_papers} "
-                "--papers {papers} --k {k} --output {output}",
-                "mdcr_command": f"python {EXAMPLES / 'rank_bm25_runs.py'} mdcr "
-                "--benchmark {benchmark} --data {data} --output {output}",
-            }
-        ],
-    }
-    # No BM25 tuning and no validation split: this test is about the users' systems.
-    config["bm25"]["tune"]["enabled"] = False
-    config["sampling"]["validation"] = {"num_queries": 0, "queries_per_field": 0}
-    config["fusion"] = [{"name": "rrf", "runs": ["bm25", "lsa"]}]
-    config["rerank"] = {
-        "enabled": True,
-        "model": str(tiny_model),
-        "query_tokens": 32,
-        "candidate_tokens": 32,
-        "first_stages": ["bm25okapi"],
-        "ks": [5],
-        "batch_size": 16,
-        "train": {"first_stage": "bm25okapi", "num_queries": 20, "pool_size": 300,
-                  "years_before": 3, "learning_rate": 1e-3, "warmup_steps": 2,
-                  "batch_size": 8, "epochs": 1},
-    }  # fmt: skip
-    config["local"] = local_config(["bm25", "lsa", "bm25okapi", "rrf"], rerank=False)
-    return config
-
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, tiny_bert_dir) -> Path:
-    workdir = prepare(tmp_path_factory.mktemp("external") / "run", external_config(tiny_bert_dir))
-    result = snakemake(workdir)
-    assert result.returncode == 0, result.stderr[-6000:]
-    return workdir / "results" / "e2e"
+def run_dir(e2e_run: Path) -> Path:
+    return e2e_run / "results" / "e2e"
 
 
 def rows(table: Path) -> list[str]:
@@ -88,22 +45,25 @@ def rows(table: Path) -> list[str]:
 
 def test_user_systems_have_rows_in_every_table(run_dir):
     tables = run_dir / "tables"
-    expected = ["bm25", *SYSTEMS, "rrf", "bm25okapi>ce@5"]
+    assert set(USER_SYSTEMS) <= set(FIRST_STAGES)
+    expected = [*FIRST_STAGES, *RERANKED]
+    assert "bm25okapi>ce@5" in expected  # a user's run as the reranker's first stage
     assert rows(tables / "table1_dataset_level.tsv") == expected
     assert rows(tables / "table2_field_level_map.tsv") == expected
     pvalues = (tables / "table1_dataset_level_pvalues.tsv").read_text().splitlines()
     assert {line.split("\t")[1] for line in pvalues[1:]} == set(expected) - {"bm25"}
     for name in ("table3_mdcr", "table4_mdcr_types"):
-        assert rows(tables / f"{name}.tsv") == ["bm25", *SYSTEMS, "rrf", "ce"]
+        assert rows(tables / f"{name}.tsv") == [*FIRST_STAGES, "ce"]
     for split in ("test", "valid"):
         local = (tables / f"local_{split}.tsv").read_text().splitlines()[1:]
-        assert [line.split("\t")[1] for line in local] == ["bm25", *SYSTEMS, "rrf"]
+        assert [line.split("\t")[1] for line in local] == [*LOCAL_MODELS, *LOCAL_RERANKED]
 
 
 def test_user_systems_never_shape_mdcr(run_dir):
-    """MDCR's model candidates come from the built-in first stages only."""
+    """MDCR's model candidates come from the built-in systems mdcr.models names, never
+    from a user's system directly."""
     report = (run_dir / "mdcr" / "mdcr_test_report.json").read_text()
-    for name in SYSTEMS:
+    for name in USER_SYSTEMS:
         assert f'"{name}"' not in report
 
 

@@ -3,9 +3,11 @@ on small fabricated tables, and docs/reproductions.md against the committed file
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from citeval.regressions import compare, pinned_cells, read, read_table, render_docs
 from citeval.regressions.cli import main
@@ -29,10 +31,23 @@ chars-200\tbm25>ce@20\t42.000000\t31.000000\t70.000000\t46.000000\t36.000000
 """
 
 
+# The run's config as its provenance record holds it: BM25, a computed encoder, and the
+# cross-encoder the pipeline trains (the local table's `bm25>ce@20`).
+CONFIG = {
+    "dataset": "e2e",
+    "seed": 3,
+    "corpus": {"format": "parquet", "paths": ["papers.parquet"]},
+    "models": {"tiny": {"path": "tiny-bert", "pooling": "cls"}},
+    "encode": {"models": ["tiny"]},
+    "rerank": {"enabled": True, "model": "tiny-bert", "ks": [20]},
+}
+
+
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
     tables = tmp_path / "results" / "e2e" / "tables"
     tables.mkdir(parents=True)
+    (tables / "provenance.json").write_text(json.dumps({"config": CONFIG}))
     for name, text in (
         ("table1_dataset_level", TABLE1),
         ("table2_field_level_map", TABLE2),
@@ -113,6 +128,57 @@ def test_tolerances_per_file_and_per_value(tmp_path, results):
     text = path.read_text().replace("AVG NDCG: 50.0", "AVG NDCG: {value: 50.0, tolerance: 0.5}")
     path.write_text(text)
     assert all(cell.ok for cell in compare(read(path), results))
+
+
+def test_update_writes_each_systems_drift_from_the_runs_config(tmp_path, results):
+    expected = read(new_file(tmp_path, results))
+    assert expected.systems == {"bm25": "exact", "tiny": "computed", "ce": "trained"}
+    assert [expected.row_drift(row).name for row in ("bm25", "tiny", "chars-200 bm25>ce@20")] == [
+        "exact", "computed", "trained"
+    ]  # fmt: skip
+
+
+def test_a_rows_tolerance_is_its_loosest_systems_drifts(tmp_path, results):
+    """Exact cells keep the file's tolerance; a row that names a computed or trained system
+    gets that drift's, however few of its cells moved."""
+    path = new_file(tmp_path, results)
+    text = path.read_text().replace(
+        "drift: {}", "drift:\n  computed: {tolerance: 0.1}\n  trained:\n    tolerance: 2\n"
+        "    measured: avx2 against avx512"
+    )  # fmt: skip
+    path.write_text(text)
+    expected = read(path)
+    assert expected.drift["trained"].measured == "avx2 against avx512"
+    set_cell(results, "local_test", "42.000000", "43.500000")  # bm25>ce@20 MRR: trained
+    set_cell(results, "table1_dataset_level", "3.125000", "3.200000")  # tiny: computed
+    assert all(cell.ok for cell in compare(expected, results))
+    set_cell(results, "table1_dataset_level", "3.200000", "3.300000")
+    set_cell(results, "table1_dataset_level", "21.500000", "21.500001")  # bm25: exact
+    misses = [(cell.row, cell.column, cell.tolerance) for cell in compare(expected, results)
+              if not cell.ok]  # fmt: skip
+    assert misses == [("bm25", "600 MAP", 0.0), ("tiny", "600 MAP", 0.1)]
+    # update keeps the drifts' tolerances and what they say of their measurement
+    assert main(["--folder", str(path.parent), "update", "e2e"]) == 0
+    assert read(path).drift == expected.drift
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("drift", {"noisy": {"tolerance": 1}}, "drift.noisy: 'noisy' is not a drift"),
+        ("drift", {"trained": {"tolerance": "big"}}, "drift.trained.tolerance: expected a number"),
+        ("drift", {"trained": 1}, "drift.trained: a mapping of tolerance and measured"),
+        ("systems", {"bm25": "counted"}, "systems.bm25: 'counted' is not a drift"),
+    ],
+)
+def test_a_malformed_drift_is_named(tmp_path, results, capsys, key, value, message):
+    path = new_file(tmp_path, results)
+    raw = yaml.safe_load(path.read_text())
+    raw[key] = value
+    path.write_text(yaml.safe_dump(raw))
+    capsys.readouterr()
+    assert main(["--folder", str(path.parent), "check", str(path)]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_update_keeps_tolerances_and_reports_what_moved(tmp_path, results, capsys):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_pipeline import REPO, prepare
+from pipeline_runs import REPO, prepare, small_config
 
 pytestmark = pytest.mark.slow
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
@@ -104,23 +104,6 @@ def sacct_jobs(env: dict) -> dict[str, dict[str, str]]:
     ).stdout  # fmt: skip
     rows = [dict(zip(SACCT_FIELDS, line.split("|"), strict=True)) for line in out.splitlines()]
     return {row["JobIdRaw"]: row for row in rows}
-
-
-def small_config(tiny_bert_dir: Path) -> dict:
-    """One dataset-level collection, BM25 and the tiny BERT (a GPU rule), no validation."""
-    config = yaml.safe_load((REPO / "tests" / "data" / "pipeline.yaml").read_text())
-    config["sampling"]["dataset_level"].update(pool_sizes=[300], repetitions=1)
-    config["sampling"]["field_level"]["enabled"] = False
-    config["sampling"]["validation"] = {"num_queries": 0, "queries_per_field": 0}
-    config["bm25"]["tune"]["enabled"] = False
-    config["models"] = {
-        "tiny": {"path": str(tiny_bert_dir), "pooling": "cls", "max_length": 32, "batch_size": 16}
-    }
-    config["encode"] = {"models": ["tiny"], "num_shards": 1}
-    config["mdcr"] = {"enabled": False}
-    config["rerank"] = {"enabled": False}
-    config["train"] = {"models": {}}
-    return config
 
 
 def failures_workflow(root: Path, env: dict) -> tuple[Path, Callable[..., list[str]]]:

@@ -17,6 +17,7 @@ from citeval.systems import (
     KINDS,
     RERANKER,
     RUN,
+    drift_of,
     systems_of,
 )
 
@@ -40,6 +41,21 @@ def test_a_config_declares_its_systems_in_table_order():
         ("ce", "reranker"),
     ]
     assert systems["rrf"].members == ("bm25", "minilm")
+
+
+def test_each_systems_drift_follows_what_computes_its_numbers():
+    """Counting is exact; a model's forward pass is computed; what the pipeline trains (the
+    fine-tuned encoders, the prefetcher, the reranker) is trained; a fusion takes its
+    loosest member's."""
+    drifts = {name: drift.name for name, drift in drift_of(demo_config()).items()}
+    assert drifts == {
+        "bm25": "exact", "minilm": "computed", "minilm_scincl": "trained",
+        "minilm_specter": "trained", "minilm_local": "trained", "lsa": "computed",
+        "bm25okapi": "computed", "rrf": "computed", "ce": "trained",
+    }  # fmt: skip
+    raw = yaml.safe_load(Path("config/config.yaml").read_text(encoding="utf-8"))
+    raw["fusion"] = [{"name": "rrf", "runs": ["bm25", "minilm_local"]}]
+    assert drift_of(load_config(raw))["rrf"].name == "trained"
 
 
 def test_every_kind_names_jobs_and_environments_that_exist():

@@ -10,7 +10,9 @@ pipeline can do with it, and every flow decision asks the kind, never a system's
 * how it scores MDCR's query-candidate pairs (``mdcr score --kind``), in which software
   environment, with which need (:data:`citeval.jobs.NEEDS`);
 * whether it is a first stage (its runs come from the corpus alone, so they can be
-  fused, reranked and listed in the local task), whether it reads embeddings.
+  fused, reranked and listed in the local task), whether it reads embeddings;
+* how far its numbers may differ between two CPUs (:mod:`citeval.drift`), which the
+  regression files' tolerances follow.
 
 :func:`systems_of` lists a config's systems in the one order every table and command
 uses: BM25, the encoders (``encode.models``), the user's systems (``systems``), the
@@ -24,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from citeval.drift import COMPUTED, EXACT, TRAINED, Drift, loosest
 
 if TYPE_CHECKING:
     from citeval.config import Config
@@ -63,6 +67,9 @@ class SystemKind:
     # Its runs give MDCR's model candidate types when mdcr.models is empty. A user's
     # system is evaluated on the benchmark but never shapes it unless named there.
     shapes_mdcr: bool = True
+    # How far its numbers may differ between CPUs; a fusion's is its members' loosest,
+    # and an encoder that train.models fine-tunes is trained (drift_of).
+    drift: Drift = EXACT
 
 
 BM25 = SystemKind(
@@ -84,6 +91,7 @@ ENCODER = SystemKind(
     mdcr_env="dense",
     first_stage=True,
     embeds=True,
+    drift=COMPUTED,
 )
 FUSION = SystemKind(
     name="fusion",
@@ -107,6 +115,7 @@ EMBEDDINGS = SystemKind(
     first_stage=True,
     embeds=True,
     shapes_mdcr=False,
+    drift=COMPUTED,
 )
 # A user's TREC runs (and MDCR scores): checked against each collection and imported.
 RUN = SystemKind(
@@ -118,6 +127,7 @@ RUN = SystemKind(
     mdcr_env="core",
     first_stage=True,
     shapes_mdcr=False,
+    drift=COMPUTED,
 )
 RERANKER = SystemKind(
     name="reranker",
@@ -127,6 +137,7 @@ RERANKER = SystemKind(
     mdcr_job="mdcr_score_rerank",
     mdcr_env="dense",
     first_stage=False,
+    drift=TRAINED,
 )
 
 KINDS: dict[str, SystemKind] = {
@@ -168,3 +179,17 @@ def systems_of(config: Config) -> dict[str, System]:
 
 def first_stage_names(systems: Iterable[System]) -> list[str]:
     return [system.name for system in systems if system.kind.first_stage]
+
+
+def drift_of(config: Config) -> dict[str, Drift]:
+    """How far each system's numbers may differ between two CPUs, by name: its kind's, an
+    encoder fine-tuned by the pipeline's, a fusion's loosest member's."""
+    systems = systems_of(config)
+
+    def drift(name: str) -> Drift:
+        system = systems[name]
+        if system.kind.combines:
+            return loosest([drift(member) for member in system.members])
+        return TRAINED if name in config.train.models else system.kind.drift
+
+    return {name: drift(name) for name in systems}

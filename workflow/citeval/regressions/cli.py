@@ -7,7 +7,8 @@
 TARGET is a regression file (``regressions/e2e.yaml``), its name (``e2e``) or the config
 it pins (``config/config.yaml``). ``check`` exits 1 when a cell is outside its tolerance
 and 2 when the run lacks a pinned table, row or column; ``update`` rewrites the file from
-a run, keeping each value's own tolerance; ``docs`` writes docs/reproductions.md from
+a run, keeping each value's own tolerance and each drift's, and writes each system's drift
+from the run's config; ``docs`` writes docs/reproductions.md from
 every file.
 """
 
@@ -25,7 +26,7 @@ from citeval.io import write_text
 from citeval.regressions.compare import compare, report
 from citeval.regressions.docs import OUTPUT, render_docs
 from citeval.regressions.expected import FOLDER, Expected, find, path_of, read, write
-from citeval.regressions.pinned import pinned_cells
+from citeval.regressions.pinned import pinned_cells, run_drifts
 
 
 class Failed(Exception):
@@ -98,8 +99,8 @@ def update(args: argparse.Namespace) -> None:
     path = path_of(args.name, args.folder)
     old = read(path) if path.is_file() else None
     expected = _fields(args, old)
-    run = pinned_cells(args.results or Path(expected.results))
-    new = expected.updated(run)
+    results = args.results or Path(expected.results)
+    new = replace(expected.updated(pinned_cells(results)), systems=run_drifts(results))
     before = {
         (t, r, c): v.value
         for t, rows in (old.tables if old else {}).items()

@@ -42,7 +42,7 @@ def compare(expected: Expected, results: Path) -> list[Cell]:
                     raise MissingTable(
                         f"{path}: no column {column!r} (columns: {', '.join(run[row])})"
                     )
-                tolerance = expected.tolerance_of(value)
+                tolerance = expected.tolerance_of(row, value)
                 cells.append(Cell(table, row, column, value.value, run[row][column], tolerance))
     return cells
 

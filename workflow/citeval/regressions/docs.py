@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from citeval.drift import DRIFTS
 from citeval.regressions.expected import FOLDER, Expected
 from citeval.regressions.pinned import PINNED
 from citeval.table_files import render
@@ -21,8 +22,16 @@ Each file in `{FOLDER}/` pins one config's main numbers, from the run's
 {{pinned}}
 
 Values are the tables' (x100), shown here with {DIGITS} decimals; the files hold the TSVs'
-six, each with a tolerance (absolute, in the same units): the file's, or the value's own
-(`column: {{{{value: 12.3, tolerance: 0.5}}}}`).
+six, each with a tolerance (absolute, in the same units). A cell's tolerance follows what
+computes it: the *drift* of the systems its row names (`bm25>ce@10`: BM25's and the
+reranker's), the loosest of them, as each system kind declares it (`citeval.drift`):
+
+{{drifts}}
+
+A file gives the exact cells' tolerance (`tolerance`) and one per drift that may move,
+measured for its config (`drift: {{{{trained: {{{{tolerance: 1.5, measured: "..."}}}}}}}}`);
+`update` writes which drift each system has (`systems`) from the run's provenance. A
+value's own tolerance (`column: {{{{value: 12.3, tolerance: 0.5}}}}`) beats both.
 
 ```bash
 citeval regressions check {FOLDER}/<name>.yaml [--results DIR]   # or the config's path
@@ -58,8 +67,14 @@ def _section(expected: Expected) -> str:
         f"- results: `{expected.results}`",
         f"- check: `citeval regressions check {FOLDER}/{expected.name}.yaml`",
         f"- tolerance: {expected.tolerance:g} (per value where the file says so)",
-        "",
     ]
+    for name, drift in expected.drift.items():
+        systems = [system for system, its in expected.systems.items() if its == name]
+        lines.append(
+            f"- {name} ({', '.join(systems) or 'no system'}): {drift.tolerance:g}"
+            + (f"; measured: {drift.measured}" if drift.measured else "")
+        )
+    lines.append("")
     described = {p.table: p.description for p in PINNED}
     for table, rows in expected.tables.items():
         columns = list(dict.fromkeys(c for values in rows.values() for c in values))
@@ -71,5 +86,7 @@ def _section(expected: Expected) -> str:
 
 def render_docs(files: list[Expected]) -> str:
     pinned = "\n".join(f"- `{p.table}`: {p.description}" for p in PINNED)
+    drifts = "\n".join(f"- `{d.name}`: {d.why}" for d in DRIFTS.values())
     sections = [_section(expected) for expected in files]
-    return "\n".join([INTRO.format(pinned=pinned), *sections]).rstrip("\n") + "\n"
+    intro = INTRO.format(pinned=pinned, drifts=drifts)
+    return "\n".join([intro, *sections]).rstrip("\n") + "\n"

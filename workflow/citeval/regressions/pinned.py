@@ -7,6 +7,7 @@ joined by a space), a cell by its column's header.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,6 +115,19 @@ def pinned_cells(results: Path) -> dict[str, Cells]:
         tables = ", ".join(p.table for p in PINNED)
         raise MissingTable(f"{results / 'tables'}: none of the pinned tables ({tables})")
     return found
+
+
+def run_drifts(results: Path) -> dict[str, str]:
+    """Each system of the run, by name, with its drift's name, from the config its
+    provenance record holds (``tables/provenance.json``)."""
+    from citeval.config import load_config
+    from citeval.systems import drift_of
+
+    path = table_path(results, "provenance").with_suffix(".json")
+    if not path.is_file():
+        raise MissingTable(f"{path}: no provenance record (is the run finished?)")
+    config = load_config(json.loads(path.read_text(encoding="utf-8"))["config"])
+    return {name: drift.name for name, drift in drift_of(config).items()}
 
 
 def same(expected: float, got: float, tolerance: float) -> bool:
