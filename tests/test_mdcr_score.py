@@ -250,7 +250,8 @@ def test_every_kinds_settings_flags_parse() -> None:
     assert parse("dense", MDCR_SCORE_DENSE.argv(config)).device == "cpu"
     args = parse("cross-encoder", MDCR_SCORE_RERANK.argv(config))
     assert (args.device, args.batch_size) == ("cuda:1", 7)
-    assert args.query_tokens == config.rerank.query_tokens
+    # The token budgets are the trained model's own (its training.json), not settings.
+    assert args.query_tokens is None and args.candidate_tokens is None
     assert parse("rrf", MDCR_SCORE_FUSION.argv(config, k=30)).k == 30
     assert parse("rrf", []).k == schema_default("fusion.*.k")
 

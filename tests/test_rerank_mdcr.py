@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,41 @@ def test_cross_encoder_scores_every_pair_and_round_trips_through_evaluate(
     capsys.readouterr()
     assert main(["evaluate", "--benchmark", str(benchmark), "--scores", str(output)]) == 0
     assert capsys.readouterr().out == format_summary(evaluate_benchmark(BENCHMARK, scores))
+
+
+def test_a_trained_model_scores_with_its_own_budgets_and_refuses_others(
+    tiny_bert_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """A folder with a training.json scores with the budgets it records: without flags as
+    with the same flags; a flag that contradicts it is one line naming both."""
+    torch.manual_seed(5)
+    model = tmp_path / "ce"
+    load_cross_encoder(str(tiny_bert_dir), query_tokens=24, candidate_tokens=16).save(str(model))
+    settings = {"query_tokens": 24, "candidate_tokens": 16}
+    (model / "training.json").write_text(json.dumps({"settings": settings}))
+    benchmark, data = tmp_path / "mdcr_test.json", tmp_path / "mdcr_test_data.jsonl"
+    write_benchmark(BENCHMARK, benchmark)
+    write_data([Paper(p, t, a) for p, (t, a) in TEXTS.items()], data)
+
+    def score(name: str, *flags: str) -> int:
+        argv = ["score", "--benchmark", str(benchmark), "--data", str(data), "--model", "ce",
+                "--kind", "cross-encoder", "--model-dir", str(model), "--device", "cpu",
+                "--output", str(tmp_path / name), *flags]  # fmt: skip
+        return main(argv)
+
+    assert score("plain.json") == 0
+    assert score("flags.json", "--query-tokens", "24", "--candidate-tokens", "16") == 0
+    plain = read_scores(tmp_path / "plain.json")
+    assert plain == read_scores(tmp_path / "flags.json")
+    capsys.readouterr()
+    assert score("wrong.json", "--candidate-tokens", "32") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: --candidate-tokens 32 contradicts {model / 'training.json'}: the model was "
+        "trained with candidate_tokens 16 (leave --candidate-tokens out to score as it was "
+        "trained)"
+    ]
+    assert not (tmp_path / "wrong.json").exists()
 
 
 def test_cross_encoder_kind_needs_a_model_dir(tmp_path: Path, capsys) -> None:

@@ -25,9 +25,9 @@ _SIGNIFICANCE = StageSettings.of(
     "seed",
 )
 _BM25_PARAMETERS = StageSettings.of("bm25.k1", "bm25.b", "bm25.searcher")
+# A trained reranker scores with the token budgets its training.json records
+# (citeval.rerank.model.trained_budgets): they are not scoring settings.
 _RERANK_SCORING = StageSettings.of(
-    "rerank.query_tokens",
-    "rerank.candidate_tokens",
     "rerank.batch_tokens",
     "rerank.batch_size",
     "rerank.dtype",

@@ -34,7 +34,7 @@ compared (the pipeline passes them explicitly, also when ``mdcr.models`` is empt
     python -m citeval.mdcr score ... --model rrf --kind rrf --inputs a.json b.json --k 60 \
         --output scores/rrf.json
     python -m citeval.mdcr score ... --model ce --kind cross-encoder --model-dir OUT/model \
-        [--query-tokens 256 --candidate-tokens 256 --batch-tokens none --dtype auto] \
+        [--batch-tokens none --dtype auto] \
         --output scores/ce.json
 
 writes every pair's score in the published scores format (see citeval.mdcr.score). One
@@ -83,6 +83,7 @@ from citeval.mdcr.formats import (
     summarize,
     write_scores,
 )
+from citeval.rerank.cli import add_budget_arguments
 from citeval.settings import StageSettings
 from citeval.systems import KINDS
 
@@ -222,7 +223,7 @@ def score_command(args: argparse.Namespace) -> None:
         if args.model_dir is None:
             raise ConfigError("--kind cross-encoder needs --model-dir")
         torch.set_num_threads(args.threads)
-        reranker = Reranker(
+        reranker = Reranker.trained(
             str(args.model_dir),
             query_tokens=args.query_tokens,
             candidate_tokens=args.candidate_tokens,
@@ -352,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--inputs", type=Path, nargs="+", default=None, help="rrf: scores files")
     score.add_argument("--threads", type=positive_int, default=1)
     SCORE_SETTINGS.add_to(score)
+    add_budget_arguments(score)
     score.set_defaults(handler=score_command)
 
     tables = commands.add_parser("tables", help="Tables 3 and 4 from evaluation TSVs")

@@ -15,8 +15,9 @@ decide), ``--query-tokens``, ``--candidate-tokens``, ``--device``, ``--seed``.
         --timing timing.json [settings] [--threads N] [--tag-prefix ce-k]
 
 writes one reranked run per K and the timing JSON; see :mod:`citeval.rerank.rerank`.
-Settings: ``--query-tokens``, ``--candidate-tokens``, ``--batch-tokens``, ``--batch-size``,
-``--dtype``, ``--device``.
+Settings: ``--batch-tokens``, ``--batch-size``, ``--dtype``, ``--device``. The token
+budgets are the model's own (its ``training.json``); ``--query-tokens`` and
+``--candidate-tokens`` may only repeat them.
 
     python -m citeval.rerank tradeoff --first-stage NAME BENCHMARK_TSV [BENCHMARK_TSV ...] \
         --entry NAME K METRICS_TSV [TIMING_JSON] [--entry ...] --output-dir DIR [--title T]
@@ -41,6 +42,20 @@ from citeval.cli import positive_int, run_cli, run_tag
 from citeval.errors import CitevalError
 
 LOG = logging.getLogger(__name__)
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--query-tokens`` and ``--candidate-tokens`` for scoring with a trained model: its
+    ``training.json`` gives them (:func:`citeval.rerank.model.trained_budgets`); a flag may
+    only repeat them, or stand in for a model trained elsewhere."""
+    for flag in ("--query-tokens", "--candidate-tokens"):
+        parser.add_argument(
+            flag,
+            type=positive_int,
+            default=None,
+            help="default: the budget the model's training.json records (a different one "
+            "is an error)",
+        )
 
 
 def _set_threads(threads: int | None) -> None:
@@ -201,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     rerank.add_argument("--timing", required=True, type=Path, help="timing JSON to write")
     rerank.add_argument("--tag-prefix", default="ce-k", type=run_tag, help="run tag is <prefix><K>")
     _add_threads(rerank)
+    add_budget_arguments(rerank)
     stages.RERANK.add_to(rerank)
     rerank.set_defaults(handler=rerank_command)
 

@@ -46,9 +46,11 @@ equal ``CrossEncoder.predict`` on the cut texts (tests/test_rerank_model.py).
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,7 +62,7 @@ from citeval.batching import (
     token_budget_batches,
     tokenizer_processes,
 )
-from citeval.errors import CitevalError
+from citeval.errors import CitevalError, InputDataError
 from citeval.models import (
     build_text,
     resolve_batch_tokens,
@@ -69,6 +71,7 @@ from citeval.models import (
     resolve_model_path,
     transformer_dir,
 )
+from citeval.rerank.train import TRAINING_JSON
 
 LOG = logging.getLogger(__name__)
 
@@ -274,12 +277,47 @@ class PairTokenizer:
         return Tokens(ids=ids.astype(np.int32, copy=False), starts=starts, extra=extra)
 
 
+BUDGETS = {"query_tokens": "--query-tokens", "candidate_tokens": "--candidate-tokens"}
+"""What scoring must take from training, and the flag that may repeat each."""
+
+
+def trained_budgets(path: str, **given: int | None) -> dict[str, int]:
+    """The token budgets a trained reranker scores with: those its ``training.json``
+    records, since scoring must cut the texts as training did. A budget given (a flag)
+    must equal the recorded one; a model trained elsewhere (no ``training.json``) needs
+    both given."""
+    record = Path(resolve_model_path(path)) / TRAINING_JSON
+    if not record.is_file():
+        missing = [flag for name, flag in BUDGETS.items() if given.get(name) is None]
+        if missing:
+            raise CitevalError(
+                f"{path} has no {TRAINING_JSON} to take its token budgets from: give "
+                f"{' and '.join(missing)}"
+            )
+        return {name: int(given[name]) for name in BUDGETS}  # type: ignore[arg-type]
+    settings = json.loads(record.read_text(encoding="utf-8")).get("settings") or {}
+    budgets = {}
+    for name, flag in BUDGETS.items():
+        recorded = settings.get(name)
+        if not isinstance(recorded, int):
+            raise InputDataError("not an integer", path=str(record), field=f"settings.{name}")
+        if given.get(name) is not None and given[name] != recorded:
+            raise CitevalError(
+                f"{flag} {given[name]} contradicts {record}: the model was trained with "
+                f"{name} {recorded} (leave {flag} out to score as it was trained)"
+            )
+        budgets[name] = recorded
+    return budgets
+
+
 class Reranker:
     """A CrossEncoder with per-side token budgets; scores (query, candidate) text pairs.
 
     ``query_tokens``, ``candidate_tokens``, ``batch_tokens``, ``batch_size``, ``dtype`` and
     ``device`` are the config's ``rerank.*`` settings and have no default here: the
-    schema's are the only ones (training passes float32: its loop is mixed precision).
+    schema's are the only ones (training passes float32: its loop is mixed precision). A
+    trained model is loaded with :meth:`trained`, which takes the budgets it was trained
+    with.
     ``pairs_scored`` counts the pairs sent through the model (tests use it to check that
     each pair is scored once).
     """
@@ -346,6 +384,23 @@ class Reranker:
         )
         self.activation = self.model.activation_fn
         self.pairs_scored = 0
+
+    @classmethod
+    def trained(
+        cls,
+        path: str,
+        *,
+        query_tokens: int | None = None,
+        candidate_tokens: int | None = None,
+        **scoring: Any,
+    ) -> Reranker:
+        """A trained reranker from ``path``, scoring with the budgets it was trained with
+        (:func:`trained_budgets`); ``scoring``: ``batch_tokens``, ``batch_size``, ``dtype``,
+        ``device``."""
+        budgets = trained_budgets(
+            path, query_tokens=query_tokens, candidate_tokens=candidate_tokens
+        )
+        return cls(path, **budgets, **scoring)
 
     def text(self, title: str | None, abstract: str | None) -> str:
         """A paper's side of the pair: ``title + sep_token + abstract``."""

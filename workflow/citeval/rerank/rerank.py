@@ -176,11 +176,12 @@ def rerank(
 ) -> dict[str, Any]:
     """Rerank ``run_path`` for every K, write each K's run and the timing; return timing.
 
-    With ``model`` (a folder to load), ``query_tokens``, ``candidate_tokens``,
-    ``dtype`` and ``device`` are required, ``batch_tokens`` (None: the device's) and
-    ``batch_size`` (None: no cap) optional:
-    they are the config's ``rerank.*`` settings and have no default here (the schema's
-    are the only ones). With a loaded ``reranker`` they are its own and must be left out.
+    With ``model`` (a trained folder to load), ``dtype`` and ``device`` are required,
+    ``batch_tokens`` (None: the device's) and ``batch_size`` (None: no cap) optional: they
+    are the config's ``rerank.*`` settings and have no default here (the schema's are the
+    only ones); ``query_tokens`` and ``candidate_tokens`` are the model's own
+    (:meth:`citeval.rerank.model.Reranker.trained`), and may only repeat them. With a
+    loaded ``reranker`` every setting is its own and must be left out.
     """
     from citeval.rerank.model import Reranker
 
@@ -206,14 +207,10 @@ def rerank(
     if reranker is None:
         if model is None:
             raise CitevalError("give a model folder or a loaded reranker")
-        missing = [
-            name
-            for name, value in scoring.items()
-            if value is None and name not in ("batch_tokens", "batch_size")
-        ]
+        missing = [name for name in ("dtype", "device") if scoring[name] is None]
         if missing:
             raise CitevalError(f"loading {model} needs {', '.join(missing)}")
-        reranker = Reranker(model, **scoring)
+        reranker = Reranker.trained(model, **scoring)
     elif any(value is not None for value in scoring.values()):
         raise CitevalError(
             "a loaded reranker has its own query_tokens, candidate_tokens, batch_tokens, "
