@@ -31,14 +31,19 @@ chars-200\tbm25>ce@20\t42.000000\t31.000000\t70.000000\t46.000000\t36.000000
 """
 
 
-# The run's config as its provenance record holds it: BM25, a computed encoder, and the
-# cross-encoder the pipeline trains (the local table's `bm25>ce@20`).
+# The run's config as its provenance record holds it: BM25, a computed encoder, an encoder
+# fine-tuned on the graph (the record's registry lists it too) and the cross-encoder the
+# pipeline trains (the local table's `bm25>ce@20`).
 CONFIG = {
     "dataset": "e2e",
     "seed": 3,
     "corpus": {"format": "parquet", "paths": ["papers.parquet"]},
-    "models": {"tiny": {"path": "tiny-bert", "pooling": "cls"}},
-    "encode": {"models": ["tiny"]},
+    "models": {
+        "tiny": {"path": "tiny-bert", "pooling": "cls"},
+        "tiny_scincl": {"path": "results/e2e/train/tiny_scincl/model", "pooling": "cls"},
+    },
+    "encode": {"models": ["tiny", "tiny_scincl"]},
+    "train": {"models": {"tiny_scincl": {"sampler": "scincl", "base": "tiny"}}},
     "rerank": {"enabled": True, "model": "tiny-bert", "ks": [20]},
 }
 
@@ -132,7 +137,9 @@ def test_tolerances_per_file_and_per_value(tmp_path, results):
 
 def test_update_writes_each_systems_drift_from_the_runs_config(tmp_path, results):
     expected = read(new_file(tmp_path, results))
-    assert expected.systems == {"bm25": "exact", "tiny": "computed", "ce": "trained"}
+    assert expected.systems == {
+        "bm25": "exact", "tiny": "computed", "tiny_scincl": "trained", "ce": "trained"
+    }  # fmt: skip
     assert [expected.row_drift(row).name for row in ("bm25", "tiny", "chars-200 bm25>ce@20")] == [
         "exact", "computed", "trained"
     ]  # fmt: skip
