@@ -314,12 +314,9 @@ def test_the_commands_take_the_settings_the_pipeline_passes(config_file: str) ->
                    "--outputs", "a.trec", "--timing", "t.json", "--tag-prefix", "bm25>ce@",
                    "--threads", "2", *stages.RERANK.argv(config)]  # fmt: skip
     args = build_parser().parse_args(rerank_argv)
-    assert (args.query_tokens, args.candidate_tokens, args.batch_size, args.device) == (
-        config.rerank.query_tokens,
-        config.rerank.candidate_tokens,
-        config.rerank.batch_size,
-        config.rerank.device,
-    )
+    assert (args.batch_size, args.device) == (config.rerank.batch_size, config.rerank.device)
+    # Scoring takes the token budgets from the trained model's training.json.
+    assert args.query_tokens is None and args.candidate_tokens is None
 
 
 def test_contexts_as_queries_and_the_cited_papers_added(tmp_path: Path) -> None:
