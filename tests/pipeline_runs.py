@@ -5,8 +5,8 @@ One run of :func:`shared_config` serves every end-to-end test of the main pipeli
 ``e2e_run`` fixture of conftest.py, on one worker): BM25, the tiny random BERT
 as an encoder and a cross-encoder, encoders trained on the citation graph, a prefetcher,
 the users' example systems, RRF and the local task. :func:`small_config` is the smallest
-config that still runs a model and trains one, for the runs a test repeats (a hard kill
-and its recovery, the SLURM run and its local twin).
+config that still runs a model, for the runs a test repeats (a hard kill and its
+recovery, the SLURM run and its local twin).
 """
 
 from __future__ import annotations
@@ -171,9 +171,8 @@ def shared_config(tiny: Path) -> dict:
     return config
 
 
-def small_config(tiny: Path, *, rerank: bool = False) -> dict:
-    """One dataset-level collection, BM25 and the tiny BERT (a GPU rule), no validation;
-    ``rerank``: and a cross-encoder trained and reranking BM25's top 5."""
+def small_config(tiny: Path) -> dict:
+    """One dataset-level collection, BM25 and the tiny BERT (a GPU rule), no validation."""
     config = base_config()
     config["sampling"]["dataset_level"].update(pool_sizes=[300], repetitions=1)
     config["sampling"]["field_level"]["enabled"] = False
@@ -182,6 +181,6 @@ def small_config(tiny: Path, *, rerank: bool = False) -> dict:
     config["models"] = {"tiny": tiny_model(tiny, 32)}
     config["encode"] = {"models": ["tiny"], "num_shards": 1}
     config["mdcr"] = {"enabled": False}
-    config["rerank"] = reranker(tiny, ["bm25"], [5]) if rerank else {"enabled": False}
+    config["rerank"] = {"enabled": False}
     config["train"] = {"models": {}}
     return config
