@@ -264,6 +264,9 @@ class Mdcr(Section):
 class RerankTrain(Section):
     first_stage: str
     top: int
+    loss: Literal["pointwise", "listwise", "pairwise"]
+    validation_fraction: float
+    eval_steps: int
     num_queries: int
     pool_size: int
     years_before: int
@@ -281,6 +284,7 @@ class Rerank(Section):
     name: str
     model: str
     base_layers: int | None
+    head: Literal["cls", "mean_segments"]
     query_tokens: int
     candidate_tokens: int
     first_stages: list[str]
@@ -368,6 +372,8 @@ class Fit(Section):
     warmup_steps: int
     margin: float
     max_steps: int
+    validation_fraction: float
+    eval_steps: int
     device: str
 
 

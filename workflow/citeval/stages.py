@@ -89,7 +89,9 @@ MDCR_SCORE_RERANK = _RERANK_SCORING
 MDCR_SCORE_FUSION = StageSettings.of("fusion.*.k")
 MDCR_TABLES = _SIGNIFICANCE
 RERANK_TRAIN = (
-    StageSettings.of(("rerank.model", "base-model"), ("rerank.base_layers", "base-layers"))
+    StageSettings.of(
+        ("rerank.model", "base-model"), ("rerank.base_layers", "base-layers"), "rerank.head"
+    )
     + StageSettings.section(
         "rerank.train", exclude=("first_stage", "num_queries", "pool_size", "years_before")
     )

@@ -2,13 +2,14 @@
 
     python -m citeval.rerank train --run RUN.trec --qrels QRELS.qrels [--run ... --qrels ...] \
         --papers corpus/papers --output-dir OUT --seed SEED [settings] \
-        [--save-steps N] [--logging-steps N] [--threads N] [--keep-checkpoints]
+        [--logging-steps N] [--threads N] [--keep-checkpoints]
 
 writes ``OUT/model/`` (a CrossEncoder folder with ``training.json``); see
 :mod:`citeval.rerank.train`. Settings: ``--base-model``, ``--base-layers`` (``none``: all
-layers), ``--top``, ``--learning-rate``, ``--weight-decay``, ``--dropout``,
-``--warmup-steps``, ``--batch-size``, ``--epochs``, ``--max-steps`` (-1: the epochs
-decide), ``--query-tokens``, ``--candidate-tokens``, ``--device``, ``--seed``.
+layers), ``--head``, ``--loss``, ``--top``, ``--learning-rate``, ``--weight-decay``,
+``--dropout``, ``--warmup-steps``, ``--batch-size``, ``--epochs``, ``--max-steps`` (-1: the
+epochs decide), ``--validation-fraction``, ``--eval-steps``, ``--query-tokens``,
+``--candidate-tokens``, ``--device``, ``--seed``.
 
     python -m citeval.rerank rerank --model OUT/model --papers corpus/papers \
         --run FIRST_STAGE.trec --ks 100 200 --outputs ce100.trec ce200.trec \
@@ -77,6 +78,8 @@ def train_command(args: argparse.Namespace) -> None:
     settings = TrainSettings(
         base_model=args.base_model,
         base_layers=args.base_layers,
+        head=args.head,
+        loss=args.loss,
         top=args.top,
         learning_rate=args.learning_rate,
         weight_decay=args.weight_decay,
@@ -88,17 +91,26 @@ def train_command(args: argparse.Namespace) -> None:
         seed=args.seed,
         query_tokens=args.query_tokens,
         candidate_tokens=args.candidate_tokens,
+        validation_fraction=args.validation_fraction,
+        eval_steps=args.eval_steps,
     )
-    pairs, texts = load_training_data(
-        args.run, args.qrels, args.papers, args.top, args.query_papers, args.add_cited
+    pairs, valid_pairs, texts = load_training_data(
+        args.run,
+        args.qrels,
+        args.papers,
+        args.top,
+        validation_fraction=settings.validation_fraction,
+        seed=settings.seed,
+        query_papers=args.query_papers,
+        add_cited=args.add_cited,
     )
     run_training(
         pairs,
+        valid_pairs,
         texts,
         settings,
         args.output_dir,
         device=args.device,
-        save_steps=args.save_steps,
         logging_steps=args.logging_steps,
         keep_checkpoints=args.keep_checkpoints,
         extra={
@@ -164,7 +176,7 @@ def _add_threads(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from citeval.rerank.train import LOGGING_STEPS, SAVE_STEPS
+    from citeval.rerank.train import LOGGING_STEPS
 
     parser = argparse.ArgumentParser(
         prog="python -m citeval.rerank",
@@ -193,7 +205,6 @@ def build_parser() -> argparse.ArgumentParser:
         "not (HAtten's scheme for the local task)",
     )
     train.add_argument("--output-dir", required=True, type=Path)
-    train.add_argument("--save-steps", type=positive_int, default=SAVE_STEPS)
     train.add_argument("--logging-steps", type=positive_int, default=LOGGING_STEPS)
     train.add_argument("--keep-checkpoints", action="store_true")
     _add_threads(train)

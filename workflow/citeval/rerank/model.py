@@ -63,6 +63,7 @@ from citeval.batching import (
     tokenizer_processes,
 )
 from citeval.errors import CitevalError, InputDataError
+from citeval.st_modules import MODULES_FILE
 from citeval.models import (
     build_text,
     resolve_batch_tokens,
@@ -71,10 +72,13 @@ from citeval.models import (
     resolve_model_path,
     transformer_dir,
 )
+from citeval.rerank.heads import CLS, HEADS
 from citeval.rerank.train import TRAINING_JSON
 
 LOG = logging.getLogger(__name__)
 
+# Module code a saved cross-encoder may name and be loaded with: installed, not remote.
+OWN_MODULE_PREFIXES = ("sentence_transformers.", "citeval.")
 # Texts per tokenizer call when cutting to a budget.
 TOKENIZE_BATCH = 1024
 
@@ -90,37 +94,59 @@ def load_cross_encoder(
     query_tokens: int,
     candidate_tokens: int,
     device: str = "cpu",
+    head: str | None = None,
     dropout: float | None = None,
     layers: int | None = None,
 ) -> Any:
-    """A one-label ``CrossEncoder`` from ``path`` (HF id, folder, ``package:``), on ``device``.
+    """A one-score ``CrossEncoder`` from ``path`` (HF id, folder, ``package:``), on ``device``.
 
-    ``dropout`` sets the config's ``hidden_dropout_prob``, ``attention_probs_dropout_prob``
-    and ``classifier_dropout`` (training); ``None`` keeps the model's own. ``layers`` keeps
-    only the first transformer layers of the base model (as the small MiniLM-L2
-    cross-encoders are made); ``None`` keeps them all.
+    ``head`` None loads a cross-encoder as it was saved (its own modules: a model trained
+    here or elsewhere; a plain transformers folder or id, without ``modules.json``, as the
+    ``cls`` head). A head name (:data:`citeval.rerank.heads.HEADS`) builds a new one
+    from a base model's transformer, for training: ``dropout`` sets the config's
+    ``hidden_dropout_prob``, ``attention_probs_dropout_prob`` and ``classifier_dropout``
+    (``None`` keeps the model's own) and ``layers`` keeps only the first transformer layers
+    (as the small MiniLM-L2 cross-encoders are made; ``None`` keeps them all).
     """
     from sentence_transformers import CrossEncoder
     from sentence_transformers.base.modules import Transformer
 
-    folder = transformer_dir(resolve_model_path(path))
-    config_kwargs: dict[str, Any] = {"num_labels": 1}
-    if dropout is not None:
-        config_kwargs.update(
-            hidden_dropout_prob=dropout,
-            attention_probs_dropout_prob=dropout,
-            classifier_dropout=dropout,
-        )
-    if layers is not None:
-        config_kwargs["num_hidden_layers"] = layers
     max_length = pair_max_length(query_tokens, candidate_tokens)
-    transformer = Transformer(
-        folder,
-        transformer_task="sequence-classification",
-        config_kwargs=config_kwargs,
-        processor_kwargs={"model_max_length": max_length},
-    )
-    model = CrossEncoder(modules=[transformer], device=str(device))
+    folder = resolve_model_path(path)
+    if head is None and not (Path(folder) / MODULES_FILE).is_file():
+        head = CLS  # a plain transformers model: its classification head, or a new one
+    if head is None:
+        model = CrossEncoder(
+            folder,
+            device=str(device),
+            max_length=max_length,
+            trust_remote_code=_only_known_modules(folder),
+        )
+    else:
+        chosen = HEADS[head]
+        config_kwargs: dict[str, Any] = {"num_labels": 1}
+        if dropout is not None:
+            config_kwargs.update(
+                hidden_dropout_prob=dropout,
+                attention_probs_dropout_prob=dropout,
+                classifier_dropout=dropout,
+            )
+        if layers is not None:
+            config_kwargs["num_hidden_layers"] = layers
+        transformer = Transformer(
+            transformer_dir(folder),
+            transformer_task=chosen.transformer_task,
+            config_kwargs=config_kwargs,
+            processor_kwargs={"model_max_length": max_length},
+        )
+        if chosen.needs_token_types and (
+            "token_type_ids" not in transformer.tokenizer.model_input_names
+        ):
+            raise CitevalError(
+                f"the {head} head tells the query from the candidate by token types, which "
+                f"the tokenizer of {path} does not give"
+            )
+        model = CrossEncoder(modules=[transformer, *chosen.modules()], device=str(device))
     positions = getattr(model.model.config, "max_position_embeddings", None)
     if positions is not None and max_length > positions:
         raise CitevalError(
@@ -129,6 +155,17 @@ def load_cross_encoder(
         )
     model.max_seq_length = max_length
     return model
+
+
+def _only_known_modules(folder: str) -> bool:
+    """Whether every module a saved folder lists is sentence-transformers' or citeval's
+    (a head of :mod:`citeval.rerank.heads`): installed code, safe to import. A folder with
+    other custom code is left to sentence-transformers, which refuses it by name."""
+    listing = Path(folder) / MODULES_FILE
+    if not listing.is_file():
+        return False
+    types = [entry.get("type", "") for entry in json.loads(listing.read_text(encoding="utf-8"))]
+    return all(name.startswith(OWN_MODULE_PREFIXES) for name in types)
 
 
 # Template segments that stand for the texts (strings: the template is pickled).
@@ -332,6 +369,7 @@ class Reranker:
         batch_size: int | None,
         dtype: str,
         device: str,
+        head: str | None = None,
         dropout: float | None = None,
         layers: int | None = None,
         model: Any | None = None,
@@ -346,6 +384,7 @@ class Reranker:
             query_tokens=query_tokens,
             candidate_tokens=candidate_tokens,
             device=str(self.device),
+            head=head,
             dropout=dropout,
             layers=layers,
         )
@@ -446,7 +485,7 @@ class Reranker:
 
         if len(tokens) == 0:
             return np.zeros(0, dtype=np.float32)
-        network = self.model.model
+        network = self.model
         network.eval()
         scores = torch.empty(len(tokens), dtype=torch.float32, device=self.device)
         batches = token_budget_batches(tokens.lengths, self.batch_tokens, self.batch_size)
@@ -459,7 +498,7 @@ class Reranker:
                 extra_pad={"token_type_ids": 0},
             ):
                 rows = inputs.pop("members")
-                logits = network(**inputs).logits.float()
+                logits = network(inputs)["scores"].float()
                 scores[rows] = self.activation(logits).reshape(-1)
                 if progress is not None:
                     progress.update(len(members))

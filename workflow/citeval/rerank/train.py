@@ -65,8 +65,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from citeval.errors import CitevalError, InputDataError
+from citeval.curves import (
+    EVALUATOR_NAME,
+    Curve,
+    append_card_section,
+    evaluation_arguments,
+    split_queries,
+)
+from citeval.errors import CitevalError, ConfigError, InputDataError
 from citeval.io import atomic_path, write_json
+from citeval.rerank.heads import HEADS
 from citeval.rerank.data import check_in_corpus, read_ranked_run, read_run_texts
 from citeval.training import (
     check_max_steps,
@@ -83,8 +91,7 @@ LOG = logging.getLogger(__name__)
 FINAL_DIR = "model"
 CHECKPOINT_DIR = "checkpoints"
 TRAINING_JSON = "training.json"
-# Not config settings: the command's defaults for these are these constants.
-SAVE_STEPS = 500
+# Not a config setting: the command's default is this constant.
 LOGGING_STEPS = 50
 
 
@@ -100,6 +107,8 @@ class TrainSettings:
 
     base_model: str
     base_layers: int | None
+    head: str
+    loss: str
     top: int
     learning_rate: float
     weight_decay: float
@@ -111,10 +120,21 @@ class TrainSettings:
     seed: int
     query_tokens: int
     candidate_tokens: int
+    validation_fraction: float
+    eval_steps: int
     max_grad_norm: float = 1.0
 
     def __post_init__(self) -> None:
         check_max_steps(self.max_steps)
+        if self.head not in HEADS:
+            raise ConfigError(f"unknown head {self.head!r}; expected one of {sorted(HEADS)}")
+        if self.loss not in LOSSES:
+            raise ConfigError(f"unknown loss {self.loss!r}; expected one of {sorted(LOSSES)}")
+
+    @property
+    def listwise(self) -> bool:
+        """Whether a training row is a query with all its candidates (else one pair)."""
+        return LOSSES[self.loss].listwise
 
 
 @dataclass(frozen=True)
@@ -157,36 +177,128 @@ def build_pairs(
     return pairs
 
 
-def total_steps(n_pairs: int, settings: TrainSettings) -> tuple[int, int]:
-    """``(steps per epoch, total steps)``; ``max_steps`` overrides ``epochs`` unless -1."""
-    per_epoch = math.ceil(n_pairs / settings.batch_size)
+@dataclass(frozen=True)
+class Loss:
+    """A training loss: whether its rows are whole queries, and how it is built."""
+
+    listwise: bool
+    build: Callable[[Any], Any]
+    description: str
+
+
+def _pointwise(model: Any) -> Any:
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    return BinaryCrossEntropyLoss(model)
+
+
+def _listwise(model: Any) -> Any:
+    from sentence_transformers.cross_encoder.losses import ListNetLoss
+
+    return ListNetLoss(model, mini_batch_size=LIST_MINI_BATCH)
+
+
+def _pairwise(model: Any) -> Any:
+    from sentence_transformers.cross_encoder.losses import RankNetLoss
+
+    return RankNetLoss(model, mini_batch_size=LIST_MINI_BATCH)
+
+
+# Pairs a list loss sends through the model at once (memory, not the result).
+LIST_MINI_BATCH = 64
+LOSSES = {
+    "pointwise": Loss(
+        False, _pointwise, "binary cross-entropy of each pair's logit (the paper's)"
+    ),
+    "listwise": Loss(
+        True, _listwise, "ListNet: cross-entropy of the softmax over a query's candidates"
+    ),
+    "pairwise": Loss(
+        True, _pairwise, "RankNet: logistic loss of each (cited, not cited) pair of a query"
+    ),
+}
+
+
+def split_pairs(
+    pairs: Sequence[Pair], valid_queries: Sequence[str]
+) -> tuple[list[Pair], list[Pair]]:
+    """The pairs of the training queries and those of the held-out ones."""
+    held = set(valid_queries)
+    return (
+        [p for p in pairs if p.query_id not in held],
+        [p for p in pairs if p.query_id in held],
+    )
+
+
+def total_steps(rows: int, settings: TrainSettings) -> tuple[int, int]:
+    """``(steps per epoch, total steps)`` over ``rows`` training rows (pairs, or queries
+    for a list loss); ``max_steps`` overrides ``epochs`` unless -1."""
+    per_epoch = math.ceil(rows / settings.batch_size)
     total = per_epoch * settings.epochs if settings.max_steps == -1 else settings.max_steps
     return per_epoch, total
 
 
-def fingerprint(settings: TrainSettings, pairs: Sequence[Pair]) -> dict[str, Any]:
-    """What a checkpoint must have been trained with to be resumed: settings and pairs."""
+def _digest(pairs: Sequence[Pair]) -> str:
     digest = hashlib.sha256()
     for pair in pairs:
         digest.update(f"{pair.query_id}\t{pair.candidate_id}\t{pair.label}\n".encode())
+    return digest.hexdigest()
+
+
+def fingerprint(
+    settings: TrainSettings, pairs: Sequence[Pair], valid_pairs: Sequence[Pair]
+) -> dict[str, Any]:
+    """What a checkpoint must have been trained with to be resumed: settings and pairs."""
     return {
         "settings": asdict(settings),
         "pairs": len(pairs),
         "positives": sum(p.label for p in pairs),
-        "pairs_sha256": digest.hexdigest(),
+        "pairs_sha256": _digest(pairs),
+        "validation_pairs_sha256": _digest(valid_pairs),
     }
 
 
-def _dataset(
+def _cut_texts(
     reranker: Any, pairs: Sequence[Pair], texts: dict[str, tuple[str | None, str | None]]
-) -> Any:
-    """A ``datasets.Dataset`` of (query, candidate, label), each side cut to its budget."""
-    from datasets import Dataset
-
+) -> list[tuple[str, str]]:
+    """Each pair's (query, candidate) texts, each side cut to its budget."""
     pair_texts, _ = reranker.prepare(
         [reranker.text(*texts[p.query_id]) for p in pairs],
         [reranker.text(*texts[p.candidate_id]) for p in pairs],
     )
+    return pair_texts
+
+
+def _by_query(pairs: Sequence[Pair], pair_texts: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """Per query (in order): its text, its candidates' texts and their labels."""
+    grouped: dict[str, tuple[str, list[str], list[float]]] = {}
+    for pair, (query, candidate) in zip(pairs, pair_texts, strict=True):
+        grouped.setdefault(pair.query_id, (query, [], []))
+        grouped[pair.query_id][1].append(candidate)
+        grouped[pair.query_id][2].append(float(pair.label))
+    return grouped
+
+
+def _dataset(
+    reranker: Any,
+    pairs: Sequence[Pair],
+    texts: dict[str, tuple[str | None, str | None]],
+    listwise: bool,
+) -> Any:
+    """A ``datasets.Dataset``: (query, candidate, label) rows, or for a list loss one
+    (query, candidates, labels) row a query."""
+    from datasets import Dataset
+
+    pair_texts = _cut_texts(reranker, pairs, texts)
+    if listwise:
+        grouped = _by_query(pairs, pair_texts).values()
+        return Dataset.from_dict(
+            {
+                "query": [query for query, _, _ in grouped],
+                "candidates": [candidates for _, candidates, _ in grouped],
+                "labels": [labels for _, _, labels in grouped],
+            }
+        )
     return Dataset.from_dict(
         {
             "query": [query for query, _ in pair_texts],
@@ -196,37 +308,74 @@ def _dataset(
     )
 
 
+def _evaluator(
+    reranker: Any,
+    valid_pairs: Sequence[Pair],
+    texts: dict[str, tuple[str | None, str | None]],
+    batch_size: int,
+) -> Any:
+    """sentence-transformers' reranking evaluator over the held-out queries: each ranks
+    its cited papers among its first-stage candidates (MAP, MRR@10)."""
+    from sentence_transformers.cross_encoder.evaluation import CrossEncoderRerankingEvaluator
+
+    samples = []
+    for query, candidates, labels in _by_query(
+        valid_pairs, _cut_texts(reranker, valid_pairs, texts)
+    ).values():
+        positive = [c for c, label in zip(candidates, labels, strict=True) if label]
+        negative = [c for c, label in zip(candidates, labels, strict=True) if not label]
+        if positive and negative:
+            samples.append({"query": query, "positive": positive, "negative": negative})
+    if not samples:
+        raise InputDataError(
+            "no held-out training query has both a cited paper and a candidate it does not "
+            "cite: the validation curve has nothing to rank (more training queries, or a "
+            "larger validation_fraction)"
+        )
+    return CrossEncoderRerankingEvaluator(
+        samples, at_k=10, name=EVALUATOR_NAME, batch_size=batch_size, write_csv=False
+    ), len(samples)
+
+
+MAP_KEY = f"{EVALUATOR_NAME}_map"
+MRR_KEY = f"{EVALUATOR_NAME}_mrr@10"
+
+
 def _trainer(
     reranker: Any,
     dataset: Any,
+    evaluator: Any,
     settings: TrainSettings,
     checkpoints: Path,
     *,
-    save_steps: int,
+    resuming: bool,
     logging_steps: int,
     on_step: Callable[[int], None] | None,
 ) -> tuple[Any, tuple[int, int]]:
     """sentence-transformers' ``CrossEncoderTrainer`` with the paper's recipe, and its
-    (micro-batch, accumulation) split of ``settings.batch_size`` (the loss is a mean over
-    pairs: :func:`citeval.training.fitted_trainer`)."""
+    (micro-batch, accumulation) split of ``settings.batch_size`` (a pointwise loss is a
+    mean over pairs: :func:`citeval.training.fitted_trainer`; a list loss keeps whole
+    queries together and bounds its memory itself)."""
     from sentence_transformers.cross_encoder import (
         CrossEncoderTrainer,
         CrossEncoderTrainingArguments,
     )
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     def make_trainer(micro_batch: int, accumulation: int) -> Any:
         arguments = CrossEncoderTrainingArguments(
-            **loop_arguments(
-                settings,
-                str(checkpoints),
-                device=reranker.device,
-                batch=(micro_batch, accumulation),
-                save_steps=save_steps,
-                logging_steps=logging_steps,
-                # CrossEncoder's collator hands the texts on; its loss tokenizes them.
-                collator_tokenizes=False,
-            ),
+            **{
+                **loop_arguments(
+                    settings,
+                    str(checkpoints),
+                    device=reranker.device,
+                    batch=(micro_batch, accumulation),
+                    save_steps=settings.eval_steps,
+                    logging_steps=logging_steps,
+                    # CrossEncoder's collator hands the texts on; its loss tokenizes them.
+                    collator_tokenizes=False,
+                ),
+                **evaluation_arguments(settings.eval_steps, MAP_KEY, resuming=resuming),
+            },
             # The paper's optimizer: Adam(W) with these betas and epsilon, gradients clipped;
             # on CUDA the fused kernel (the same update in one launch).
             optim="adamw_torch_fused" if reranker.device.type == "cuda" else "adamw_torch",
@@ -240,38 +389,65 @@ def _trainer(
             model=reranker.model,
             args=arguments,
             train_dataset=dataset,
-            loss=BinaryCrossEntropyLoss(reranker.model),
+            evaluator=evaluator,
+            loss=LOSSES[settings.loss].build(reranker.model),
             callbacks=[step_callback(on_step)] if on_step is not None else None,
         )
 
     return fitted_trainer(
-        make_trainer, (settings.batch_size, 1), device=reranker.device, refit=True
+        make_trainer,
+        (settings.batch_size, 1),
+        device=reranker.device,
+        refit=not settings.listwise,
+    )
+
+
+def _reranker(path: str, settings: TrainSettings, device: str, *, new: bool) -> Any:
+    """The model to train (``new``: the base with a fresh head, drawn from the seed) or a
+    checkpoint of it, in float32 with the training's dropout."""
+    import torch
+
+    from citeval.rerank.model import Reranker, pair_max_length
+
+    if new:
+        torch.manual_seed(settings.seed)  # the new head: the same draw for every load
+    return Reranker(
+        path,
+        query_tokens=settings.query_tokens,
+        candidate_tokens=settings.candidate_tokens,
+        # Scoring with the trained model in batches of the training batch's size.
+        batch_tokens=settings.batch_size
+        * pair_max_length(settings.query_tokens, settings.candidate_tokens),
+        batch_size=settings.batch_size,
+        dtype="float32",
+        device=device,
+        head=settings.head if new else None,
+        dropout=settings.dropout if new else None,
+        layers=settings.base_layers if new else None,
     )
 
 
 def train(
     pairs: Sequence[Pair],
+    valid_pairs: Sequence[Pair],
     texts: dict[str, tuple[str | None, str | None]],
     settings: TrainSettings,
     output_dir: str | os.PathLike,
     *,
     device: str,
-    save_steps: int = SAVE_STEPS,
     logging_steps: int = LOGGING_STEPS,
     keep_checkpoints: bool = False,
     on_step: Callable[[int], None] | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train on ``pairs`` and write ``output_dir/model``; return the ``training.json`` record.
+    """Train on ``pairs``, rank ``valid_pairs`` at step 0 and at every checkpoint, and
+    write the best (:mod:`citeval.curves`) to ``output_dir/model``; return the
+    ``training.json`` record.
 
     Returns ``{}`` when ``output_dir/model`` is already finished. ``on_step(step)`` is
     called after each optimizer step (1-based), before that step's checkpoint is saved;
     tests raise from it to simulate a killed job.
     """
-    import torch
-
-    from citeval.rerank.model import Reranker, pair_max_length
-
     output = Path(output_dir)
     final = output / FINAL_DIR
     if (final / TRAINING_JSON).is_file():
@@ -280,7 +456,9 @@ def train(
             shutil.rmtree(output / CHECKPOINT_DIR, ignore_errors=True)
         return {}
     started = time.perf_counter()
-    per_epoch, steps = total_steps(len(pairs), settings)
+    queries = len({p.query_id for p in pairs})
+    rows = queries if settings.listwise else len(pairs)
+    per_epoch, steps = total_steps(rows, settings)
     if settings.warmup_steps >= steps:
         LOG.warning(
             "warm-up (%d steps) is not shorter than the run (%d steps): the learning rate "
@@ -290,61 +468,58 @@ def train(
             settings.learning_rate,
         )
     checkpoints = output / CHECKPOINT_DIR
-    expected = fingerprint(settings, pairs)
+    expected = fingerprint(settings, pairs, valid_pairs)
     resume, state = resume_point(checkpoints, expected)
-    # The trainer resumed from the last step's checkpoint would take one step more: that
-    # checkpoint (the job died before the model folder was renamed) is the model.
-    finished = state.get("global_step", 0) >= steps
-
-    torch.manual_seed(settings.seed)  # the new classification head
-    reranker = Reranker(
-        str(resume) if finished else settings.base_model,
-        query_tokens=settings.query_tokens,
-        candidate_tokens=settings.candidate_tokens,
-        # Scoring with the trained model in batches of the training batch's size.
-        batch_tokens=settings.batch_size
-        * pair_max_length(settings.query_tokens, settings.candidate_tokens),
-        batch_size=settings.batch_size,
-        dtype="float32",
-        device=device,
-        dropout=settings.dropout,
-        layers=settings.base_layers,
-    )
+    reranker = _reranker(settings.base_model, settings, device, new=True)
+    evaluator, valid_queries = _evaluator(reranker, valid_pairs, texts, settings.batch_size)
     LOG.info(
-        "training on %d pairs (%d positives), %d steps of %d, %d steps per epoch%s",
+        "training on %d pairs (%d positives) of %d queries, %d steps of %d %s, %d steps per "
+        "epoch; %d held-out queries rank their candidates every %d steps%s",
         len(pairs),
         expected["positives"],
+        queries,
         steps,
         settings.batch_size,
+        "queries" if settings.listwise else "pairs",
         per_epoch,
+        valid_queries,
+        settings.eval_steps,
         f", resuming from {resume}" if resume is not None else "",
     )
-    if finished:
-        LOG.info("%s is the last step's checkpoint: the model is taken from it", resume)
+    trainer, batch = _trainer(
+        reranker,
+        _dataset(reranker, pairs, texts, settings.listwise),
+        evaluator,
+        settings,
+        checkpoints,
+        resuming=resume is not None,
+        logging_steps=logging_steps,
+        on_step=on_step,
+    )
+    if state.get("global_step", 0) >= steps:
+        # The trainer resumed from the last step's checkpoint would take one step more:
+        # the job died after training, before the model folder was renamed.
+        LOG.info("%s is the last step's checkpoint: training is over", resume)
         log_history, train_loss, train_seconds = state["log_history"], None, 0.0
-        batch = None
     else:
-        trainer, batch = _trainer(
-            reranker,
-            _dataset(reranker, pairs, texts),
-            settings,
-            checkpoints,
-            save_steps=save_steps,
-            logging_steps=logging_steps,
-            on_step=on_step,
-        )
         result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
         log_history = trainer.state.log_history
         train_loss = float(result.training_loss)
         train_seconds = float(result.metrics["train_runtime"])
-    model = reranker.model
+    curve = Curve.from_log_history(log_history, MAP_KEY, MRR_KEY, valid_queries)
+    curve.log(f"the reranker ({settings.head} head on {settings.base_model})")
+    kept = curve.kept.step
+    if kept == 0:
+        model = _reranker(settings.base_model, settings, device, new=True).model
+    else:
+        model = _reranker(str(checkpoints / f"checkpoint-{kept}"), settings, device, new=False).model
     model.eval()
     record = {
         "settings": expected["settings"],
         "pairs": expected["pairs"],
         "positives": expected["positives"],
         "pairs_sha256": expected["pairs_sha256"],
-        "queries": len({p.query_id for p in pairs}),
+        "queries": queries,
         "steps": steps,
         "steps_per_epoch": per_epoch,
         "train_loss": train_loss,
@@ -353,17 +528,19 @@ def train(
             for entry in log_history
             if "loss" in entry
         ],
+        "validation": curve.record(),
         "seconds": round(time.perf_counter() - started, 3),
         "train_seconds": round(train_seconds, 3),
         "resumed_from": str(resume) if resume is not None else None,
         "device": reranker.device.type,
         "precision": precision(reranker.device),
-        "micro_batch": None if batch is None else batch[0],
-        "gradient_accumulation": None if batch is None else batch[1],
+        "micro_batch": batch[0],
+        "gradient_accumulation": batch[1],
         **(extra or {}),
     }
     with atomic_path(final) as temporary:
         model.save(str(temporary))
+        append_card_section(temporary, curve.card_section("This reranker"))
         write_json(record, temporary / TRAINING_JSON)
     LOG.info("wrote %s (%.1f s)", final, record["seconds"])
     if not keep_checkpoints:
@@ -376,19 +553,30 @@ def load_training_data(
     qrels_paths: Sequence[str | os.PathLike],
     papers_dir: str | os.PathLike,
     top: int,
+    *,
+    validation_fraction: float,
+    seed: int,
     query_papers: str | os.PathLike | None = None,
     add_cited: bool = False,
-) -> tuple[list[Pair], dict[str, tuple[str | None, str | None]]]:
+) -> tuple[list[Pair], list[Pair], dict[str, tuple[str | None, str | None]]]:
     """Read and check the runs, qrels and the papers the pairs need (queries from
-    ``query_papers`` when given; ``add_cited``: see :func:`build_pairs`)."""
+    ``query_papers`` when given; ``add_cited``: see :func:`build_pairs`).
+
+    Returns the training pairs, the held-out queries' pairs (:func:`citeval.curves.
+    split_queries`; each with every paper it cites, so that the validation ranks them all)
+    and the texts.
+    """
     if len(run_paths) != len(qrels_paths) or not run_paths:
         raise CitevalError(
             f"give one --qrels per --run (got {len(run_paths)} runs, {len(qrels_paths)} qrels)"
         )
     runs = [(path, read_ranked_run(path)) for path in run_paths]
     qrels = [read_qrels(path) for path in qrels_paths]
-    pairs = build_pairs(runs, qrels, top, add_cited)
-    cited = {p.candidate_id for p in pairs if p.label}
+    every_pair = build_pairs(runs, qrels, top, add_cited)
+    _, held_out = split_queries((p.query_id for p in every_pair), validation_fraction, seed)
+    pairs, _ = split_pairs(every_pair, held_out)
+    _, valid_pairs = split_pairs(build_pairs(runs, qrels, top, add_cited=True), held_out)
+    cited = {p.candidate_id for p in [*pairs, *valid_pairs] if p.label}
     texts = read_run_texts(papers_dir, [run for _, run in runs], top, query_papers, cited)
     missing = sorted(cited - set(texts))
     if missing:
@@ -398,4 +586,9 @@ def load_training_data(
         )
     for path, run in runs:
         check_in_corpus(run, path, texts, top)
-    return pairs, texts
+    if not any(p.label for p in pairs):
+        raise InputDataError(
+            f"no positive pair among the top {top} of the runs' training queries: no cited "
+            f"paper was retrieved ({', '.join(str(p) for p in run_paths)})"
+        )
+    return pairs, valid_pairs, texts

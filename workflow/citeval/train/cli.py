@@ -12,7 +12,7 @@
 
     python -m citeval.train fit --triplets OUT/NAME/triplets.parquet --papers corpus/papers \
         --model-json '{"path": ..., "pooling": "cls", "similarity": "l2"}' --name NAME \
-        --output-dir OUT/NAME --seed SEED [settings] [--save-steps N] [--logging-steps N] \
+        --output-dir OUT/NAME --seed SEED [settings] [--logging-steps N] \
         [--threads N]
 
 ``embed-graph`` writes its files into the graph folder; ``fit`` writes ``OUT/NAME/model``.
@@ -115,6 +115,8 @@ def fit_command(args: argparse.Namespace) -> None:
         warmup_steps=args.warmup_steps,
         margin=args.margin,
         max_steps=args.max_steps,
+        validation_fraction=args.validation_fraction,
+        eval_steps=args.eval_steps,
         seed=args.seed,
     )
     train_encoder(
@@ -125,7 +127,6 @@ def fit_command(args: argparse.Namespace) -> None:
         args.output_dir,
         device=args.device,
         memory_limit=args.memory_limit,
-        save_steps=args.save_steps,
         logging_steps=args.logging_steps,
         loss_name=args.loss,
         anchor_papers=args.anchor_papers,
@@ -133,7 +134,7 @@ def fit_command(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from citeval.train.fit import LOGGING_STEPS, LOSSES, SAVE_STEPS
+    from citeval.train.fit import LOGGING_STEPS, LOSSES
 
     parser = argparse.ArgumentParser(
         prog="python -m citeval.train",
@@ -192,7 +193,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="triplet = margin loss (SciNCL, SPECTER); in_batch = in-batch and hard "
         "negatives (the local prefetcher) (default: triplet)",
     )
-    fit.add_argument("--save-steps", type=positive_int, default=SAVE_STEPS)
     fit.add_argument("--logging-steps", type=positive_int, default=LOGGING_STEPS)
     fit.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
     stages.TRAIN_FIT.add_to(fit)

@@ -31,6 +31,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from citeval.curves import (
+    EVALUATOR_NAME,
+    Curve,
+    append_card_section,
+    evaluation_arguments,
+    split_queries,
+)
 from citeval.errors import ConfigError
 from citeval.io import atomic_path, file_fingerprint, write_json
 from citeval.models import (
@@ -57,8 +64,7 @@ TEXTS_FILE = "triplet_texts.arrow"
 _POOLINGS = {"cls": "cls", "mean": "mean"}
 
 
-# Not config settings: the command's defaults for these are these constants.
-SAVE_STEPS = 500
+# Not a config setting: the command's default is this constant.
 LOGGING_STEPS = 10
 
 
@@ -78,6 +84,8 @@ class FitSettings:
     warmup_steps: int
     margin: float
     max_steps: int
+    validation_fraction: float
+    eval_steps: int
     seed: int
 
     def __post_init__(self) -> None:
@@ -172,6 +180,78 @@ def mean_triplet_loss(model: Any, loss: Any, texts: dict[str, list[str]], batch_
     return total / len(texts["anchor"])
 
 
+# The validation's measures (sentence-transformers' InformationRetrievalEvaluator keys).
+MAP_DEPTH = 100
+MRR_DEPTH = 10
+SCORE_NAME = "similarity"
+
+
+def _similarity(similarity: str) -> Any:
+    """The model's evaluation similarity as a score matrix function (higher: closer)."""
+    import torch
+    from sentence_transformers import util
+
+    scores = {
+        "cosine": util.cos_sim,
+        "ip": util.dot_score,
+        "l2": lambda a, b: -torch.cdist(a.float(), b.float()),
+    }
+    return scores[similarity]
+
+
+def split_triplets(dataset: Any, fraction: float, seed: int) -> tuple[Any, Any, int]:
+    """The training triplets, the held-out ones (every triplet of a held-out anchor paper:
+    :func:`citeval.curves.split_queries`), and the number of held-out anchors."""
+    anchors = dataset["anchor"]
+    _, held_out = split_queries(anchors, fraction, seed)
+    held = set(held_out)
+    train = [row for row, anchor in enumerate(anchors) if anchor not in held]
+    valid = [row for row, anchor in enumerate(anchors) if anchor in held]
+    return dataset.select(train), dataset.select(valid), len(held)
+
+
+def _evaluator(valid: Any, spec: ModelSpec, batch_size: int) -> Any:
+    """sentence-transformers' retrieval evaluator over the held-out anchors: each ranks
+    every held-out triplet's positive and negative papers; its positives are relevant."""
+    from sentence_transformers.sentence_transformer.evaluation import (
+        InformationRetrievalEvaluator,
+    )
+
+    ids: dict[str, str] = {}
+
+    def paper_id(text: str) -> str:
+        return ids.setdefault(text, f"d{len(ids)}")
+
+    queries: dict[str, str] = {}
+    relevant: dict[str, set[str]] = {}
+    for anchor, positive, negative in zip(
+        valid["anchor"], valid["positive"], valid["negative"], strict=True
+    ):
+        query = queries.setdefault(anchor, f"q{len(queries)}")
+        relevant.setdefault(query, set()).add(paper_id(positive))
+        paper_id(negative)
+    return InformationRetrievalEvaluator(
+        queries={query: anchor for anchor, query in queries.items()},
+        corpus={doc: text for text, doc in ids.items()},
+        relevant_docs=relevant,
+        corpus_chunk_size=max(batch_size, 64),
+        mrr_at_k=[MRR_DEPTH],
+        ndcg_at_k=[MRR_DEPTH],
+        accuracy_at_k=[1],
+        precision_recall_at_k=[MRR_DEPTH],
+        map_at_k=[MAP_DEPTH],
+        batch_size=batch_size,
+        name=EVALUATOR_NAME,
+        score_functions={SCORE_NAME: _similarity(spec.similarity)},
+        main_score_function=SCORE_NAME,
+        write_csv=False,
+    )
+
+
+MAP_KEY = f"{EVALUATOR_NAME}_{SCORE_NAME}_map@{MAP_DEPTH}"
+MRR_KEY = f"{EVALUATOR_NAME}_{SCORE_NAME}_mrr@{MRR_DEPTH}"
+
+
 def train_encoder(
     triplets_path: str | os.PathLike,
     papers_dir: str | os.PathLike,
@@ -181,7 +261,6 @@ def train_encoder(
     *,
     device: str,
     memory_limit: str,
-    save_steps: int = SAVE_STEPS,
     logging_steps: int = LOGGING_STEPS,
     loss_name: str = "triplet",
     anchor_papers: str | os.PathLike | None = None,
@@ -222,7 +301,9 @@ def train_encoder(
             triplets_path, papers_dir, separator(spec), texts_path,
             memory_limit=memory_limit, anchor_papers=anchor_papers,
         )  # fmt: skip
-    dataset = open_triplet_texts(texts_path)
+    dataset, valid, valid_queries = split_triplets(
+        open_triplet_texts(texts_path), settings.validation_fraction, settings.seed
+    )
     checkpoints = output / CHECKPOINT_DIR
     expected = {
         "base": spec.to_config(),
@@ -234,48 +315,53 @@ def train_encoder(
     if resume is not None:
         LOG.info("resuming from %s (step %d)", resume, state["global_step"])
 
-    if state and state["global_step"] >= state["max_steps"]:
-        # The trainer resumed from its last step's checkpoint would take a step more: that
-        # checkpoint (the job died before the model folder was renamed) is the model.
-        LOG.info("%s is the last step's checkpoint: the model is taken from it", resume)
-        model = SentenceTransformer(str(resume), device=str(resolve_device(device)))
-        log_history, steps, batch = state["log_history"], state["global_step"], None
-        train_loss = train_seconds = triplets_per_second = None
-    else:
-        model = build_model(spec, device)
-        loss = build_loss(model, spec, settings, loss_name)
+    model = build_model(spec, device)
+    loss = build_loss(model, spec, settings, loss_name)
+    evaluator = _evaluator(valid, spec, settings.batch_size)
 
-        def make_trainer(micro_batch: int, accumulation: int) -> Any:
-            arguments = SentenceTransformerTrainingArguments(
+    def make_trainer(micro_batch: int, accumulation: int) -> Any:
+        arguments = SentenceTransformerTrainingArguments(
+            **{
                 **loop_arguments(
                     settings,
                     str(checkpoints),
                     device=model.device,
                     batch=(micro_batch, accumulation),
-                    save_steps=save_steps,
+                    save_steps=settings.eval_steps,
                     logging_steps=logging_steps,
                 ),
-                # In-batch negatives: a batch never holds the same text twice (a false
-                # negative).
-                batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
-            )
-            return SentenceTransformerTrainer(
-                model=model,
-                args=arguments,
-                train_dataset=dataset,
-                loss=loss,
-                callbacks=[step_callback(on_step)] if on_step is not None else None,
-            )
-
-        # The triplet loss is a mean over triplets: any split of the batch trains the same.
-        # In-batch negatives are the micro-batch itself, so that loss keeps the configured
-        # one.
-        trainer, batch = fitted_trainer(
-            make_trainer,
-            (settings.batch_size, settings.gradient_accumulation),
-            device=model.device,
-            refit=loss_name == "triplet",
+                **evaluation_arguments(
+                    settings.eval_steps, MAP_KEY, resuming=resume is not None
+                ),
+            },
+            # In-batch negatives: a batch never holds the same text twice (a false
+            # negative).
+            batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
         )
+        return SentenceTransformerTrainer(
+            model=model,
+            args=arguments,
+            train_dataset=dataset,
+            evaluator=evaluator,
+            loss=loss,
+            callbacks=[step_callback(on_step)] if on_step is not None else None,
+        )
+
+    # The triplet loss is a mean over triplets: any split of the batch trains the same.
+    # In-batch negatives are the micro-batch itself, so that loss keeps the configured one.
+    trainer, batch = fitted_trainer(
+        make_trainer,
+        (settings.batch_size, settings.gradient_accumulation),
+        device=model.device,
+        refit=loss_name == "triplet",
+    )
+    if state and state["global_step"] >= state["max_steps"]:
+        # The trainer resumed from its last step's checkpoint would take a step more: the
+        # job died after training, before the model folder was renamed.
+        LOG.info("%s is the last step's checkpoint: training is over", resume)
+        log_history, steps = state["log_history"], state["global_step"]
+        train_loss = train_seconds = triplets_per_second = None
+    else:
         # A resumed trainer skips the batches of the interrupted epoch that it has trained
         # on (their rows are never read) and replays the sampler's order from there.
         result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
@@ -283,14 +369,26 @@ def train_encoder(
         train_loss = float(result.training_loss)
         train_seconds = round(float(result.metrics["train_runtime"]), 3)
         triplets_per_second = round(float(result.metrics["train_samples_per_second"]), 3)
+    curve = Curve.from_log_history(log_history, MAP_KEY, MRR_KEY, valid_queries)
+    curve.log(f"{spec.name} ({loss_name} loss on {spec.path})")
+    if curve.kept.step == 0:
+        model = build_model(spec, device)
+    else:
+        model = SentenceTransformer(
+            str(checkpoints / f"checkpoint-{curve.kept.step}"),
+            device=str(resolve_device(device)),
+        )
     seconds = time.perf_counter() - started
     with atomic_path(final) as temporary:
         model.save(str(temporary))
+        append_card_section(temporary, curve.card_section(spec.name))
         write_json(
             {
                 **expected,
                 "triplets": str(triplets_path),
                 "num_triplets": len(dataset),
+                "validation_triplets": len(valid),
+                "validation": curve.record(),
                 "steps": steps,
                 "train_loss": train_loss,
                 "loss_history": [

@@ -1,0 +1,204 @@
+"""Validation curves: whether a trained model learned, measured the same way for each trainer.
+
+Every trainer (the reranker, the local reranker, the graph-trained encoders, the local
+prefetcher) holds out part of its *training* queries (:func:`split_queries`; never a test
+or validation query of the tables, which are already kept out of training) and ranks their
+candidates with the model at step 0 and at every checkpoint: transformers' ``Trainer``
+evaluates with sentence-transformers' evaluators (:func:`evaluation_arguments`). The
+points go into ``training.json`` as the ``validation`` record (:meth:`Curve.record`):
+
+* ``curve``: step, validation MAP and MRR@10 (0–1), and the training loss logged nearest
+  before the step;
+* ``kept_step``: the checkpoint the model folder holds, the best validation MAP (the
+  earliest on ties). Step 0 is a candidate: a run that only made its base worse keeps
+  its base;
+* ``learned``: whether the kept checkpoint beats step 0 by at least :data:`LEARNED_MARGIN`
+  MAP. A model that did not learn is flagged in its log, in its model card and in the
+  tables' notes (:mod:`citeval.learning`), so rows at chance are never read as results.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citeval.errors import ConfigError
+
+LOG = logging.getLogger(__name__)
+
+# One MAP point: less is within the noise of a few dozen held-out queries.
+LEARNED_MARGIN = 0.01
+# The evaluators' name: the metrics are logged as eval_<name>_<measure>.
+EVALUATOR_NAME = "validation"
+CARD_FILE = "README.md"
+CARD_HEADING = "## Validation curve (citeval)"
+
+
+def split_queries(
+    query_ids: Iterable[str], fraction: float, seed: int
+) -> tuple[list[str], list[str]]:
+    """``(training, held out)`` query ids, sorted: a seeded draw of ``fraction`` of them
+    (at least one) held out for the validation curve, at least one kept for training."""
+    ids = sorted(set(query_ids))
+    if not 0 < fraction < 1:
+        raise ConfigError(f"validation_fraction must be between 0 and 1, got {fraction}")
+    held = int(round(fraction * len(ids)))
+    if len(ids) < 2:
+        raise ConfigError(
+            f"{len(ids)} training quer{'y' if len(ids) == 1 else 'ies'}: at least 2 are "
+            "needed to hold some out for the validation curve"
+        )
+    held = min(max(held, 1), len(ids) - 1)
+    chosen = set(np.random.default_rng(seed).choice(len(ids), size=held, replace=False))
+    valid = [qid for position, qid in enumerate(ids) if position in chosen]
+    train = [qid for position, qid in enumerate(ids) if position not in chosen]
+    return train, valid
+
+
+def evaluation_arguments(eval_steps: int, map_key: str, *, resuming: bool) -> dict[str, Any]:
+    """Training-arguments keywords: evaluate at step 0 (a resumed run has that point in
+    its checkpoint's log), every ``eval_steps`` (with a checkpoint each time) and at the
+    end; keep the best checkpoint on disk besides the latest (transformers protects
+    ``best_model_checkpoint`` from rotation)."""
+    return {
+        "eval_strategy": "steps",
+        "eval_steps": eval_steps,
+        "save_steps": eval_steps,
+        "eval_on_start": not resuming,
+        # Two, not one: with one, transformers deletes the latest checkpoint at the end
+        # when another is the best, and a job killed before its model folder is written
+        # would redo its last steps. The best is kept besides these.
+        "save_total_limit": 2,
+        "metric_for_best_model": map_key,
+        "greater_is_better": True,
+    }
+
+
+@dataclass(frozen=True)
+class Point:
+    step: int
+    map: float
+    mrr: float
+    loss: float | None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A model's validation points, in step order."""
+
+    points: tuple[Point, ...]
+    queries: int
+
+    @classmethod
+    def from_log_history(
+        cls, log_history: Sequence[dict[str, Any]], map_key: str, mrr_key: str, queries: int
+    ) -> Curve:
+        """The points of transformers' ``log_history`` (evaluations carry ``eval_<key>``;
+        the training loss is the last one logged at or before each evaluation's step)."""
+        points: dict[int, Point] = {}
+        loss: float | None = None
+        for entry in sorted(log_history, key=lambda e: (e.get("step", 0), "loss" not in e)):
+            if "loss" in entry:
+                loss = float(entry["loss"])
+            if f"eval_{map_key}" in entry:
+                step = int(entry["step"])
+                points[step] = Point(
+                    step=step,
+                    map=float(entry[f"eval_{map_key}"]),
+                    mrr=float(entry[f"eval_{mrr_key}"]),
+                    loss=loss if step > 0 else None,
+                )
+        if 0 not in points:
+            raise ValueError("no step-0 evaluation in the trainer's log history")
+        return cls(tuple(points[step] for step in sorted(points)), queries)
+
+    @property
+    def start(self) -> Point:
+        return self.points[0]
+
+    @property
+    def kept(self) -> Point:
+        best = max(point.map for point in self.points)
+        return next(point for point in self.points if point.map == best)
+
+    @property
+    def learned(self) -> bool:
+        return self.kept.map >= self.start.map + LEARNED_MARGIN
+
+    def verdict(self, name: str) -> str:
+        """One line for the log and the notes."""
+        start, kept = self.start, self.kept
+        if self.learned:
+            return (
+                f"{name} learned: validation MAP {_points(start.map)} at step 0, "
+                f"{_points(kept.map)} at the kept step {kept.step} ({self.queries} held-out "
+                "training queries)"
+            )
+        where = (
+            "no checkpoint beat step 0, so the model is its starting point"
+            if kept.step == 0
+            else f"its best checkpoint (step {kept.step}) is within {_points(LEARNED_MARGIN)} "
+            "of step 0"
+        )
+        return (
+            f"{name} did NOT learn: validation MAP {_points(start.map)} at step 0, "
+            f"{_points(kept.map)} at best; {where} ({self.queries} held-out training "
+            "queries). Its rows are not results of a trained model."
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "queries": self.queries,
+            "measure": "MAP",
+            "curve": [
+                {"step": p.step, "map": p.map, "mrr@10": p.mrr, "loss": p.loss}
+                for p in self.points
+            ],
+            "start_map": self.start.map,
+            "kept_step": self.kept.step,
+            "kept_map": self.kept.map,
+            "learned": self.learned,
+            "learned_margin": LEARNED_MARGIN,
+        }
+
+    def log(self, name: str) -> None:
+        (LOG.info if self.learned else LOG.warning)(self.verdict(name))
+
+    def card_section(self, name: str) -> str:
+        """Markdown for the model card (the folder's README.md)."""
+        rows = "\n".join(
+            f"| {p.step} | {_points(p.map)} | {_points(p.mrr)} | "
+            f"{'' if p.loss is None else f'{p.loss:.4f}'} |"
+            for p in self.points
+        )
+        return (
+            f"\n\n{CARD_HEADING}\n\n{self.verdict(name)}\n\n"
+            "| step | MAP | MRR@10 | training loss |\n|---|---|---|---|\n"
+            f"{rows}\n"
+        )
+
+
+def append_card_section(folder: str | os.PathLike, section: str) -> None:
+    """Add ``section`` to the model card (``README.md``) of a saved model folder."""
+    card = Path(folder) / CARD_FILE
+    existing = card.read_text(encoding="utf-8") if card.is_file() else ""
+    card.write_text(existing.rstrip("\n") + section, encoding="utf-8")
+
+
+def _points(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def read_curve(record: dict[str, Any]) -> Curve:
+    """A :class:`Curve` back from its ``training.json`` record."""
+    points = tuple(
+        Point(step=int(p["step"]), map=float(p["map"]), mrr=float(p["mrr@10"]), loss=p["loss"])
+        for p in record["curve"]
+    )
+    return Curve(points, int(record["queries"]))
