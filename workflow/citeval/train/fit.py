@@ -243,7 +243,6 @@ def _evaluator(valid: Any, spec: ModelSpec, batch_size: int) -> Any:
         batch_size=batch_size,
         name=EVALUATOR_NAME,
         score_functions={SCORE_NAME: _similarity(spec.similarity)},
-        main_score_function=SCORE_NAME,
         write_csv=False,
     )
 
