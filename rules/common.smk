@@ -14,7 +14,7 @@ from citeval.layout import QUERY_PAPERS, WILDCARDS, oracle_run, reranked_label, 
 from citeval.systems import BM25, BM25_SYSTEM, EMBEDDINGS, ENCODER, FUSION, RUN
 from citeval.systems import RERANKER as RERANKER_KIND
 from citeval.commands import fill_command, fit_sampler_arguments, settings_flags, shell_words
-from citeval.commands import tradeoff_arguments
+from citeval.commands import tradeoff_arguments, trained_arguments
 from citeval.plan import Plan, alternatives
 from citeval.plan.rerank import TRAIN_SETUP
 from citeval.slurm import install as adjust_slurm_plugin

@@ -152,6 +152,7 @@ rule mdcr_tables:
     input:
         evaluations=[LAYOUT.mdcr_eval("test", model) for model in PLAN.mdcr.models],
         per_query=[LAYOUT.mdcr_eval("test", model, True) for model in PLAN.mdcr.models],
+        trained=list(PLAN.outputs.trained_models.values()),
     output:
         report_item(LAYOUT.table("table3_mdcr"), "table3", "Tables"),
         LAYOUT.table("table3_mdcr", "md"),
@@ -173,8 +174,9 @@ rule mdcr_tables:
             f"{model}={path}" for model, path in zip(PLAN.mdcr.models, input.per_query)
         ),
         settings=settings(stages.MDCR_TABLES),
+        trained=trained_arguments(PLAN.outputs.trained_models),
         output_dir=output_folder(),
     shell:
         "python -m citeval.mdcr tables --evaluations {params.evaluations} "
-        "--per-query {params.per_query} {params.settings} "
+        "--per-query {params.per_query} {params.settings} {params.trained} "
         "--output-dir {params.output_dir:q} 2> {log:q}"

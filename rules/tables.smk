@@ -7,6 +7,7 @@ rule tables:
     input:
         metrics=PLAN.outputs.test_metric_files(),
         collections=PLAN.setups.sample_dirs(["test"]),
+        trained=list(PLAN.outputs.trained_models.values()),
         corpus_inputs=[path for _, path in PLAN.shards.values()],
     output:
         provenance=LAYOUT.table("provenance", "json"),
@@ -31,6 +32,7 @@ rule tables:
             else []
         ),
         settings=settings(stages.TABLES),
+        trained=trained_arguments(PLAN.outputs.trained_models),
         # Functions: the config holds braces (corpus.paths' {shard}) that are no wildcards.
         config_json=lambda wildcards: shlex.quote(
             json.dumps(PLAN.outputs.provenance_config, sort_keys=True)
@@ -39,7 +41,7 @@ rule tables:
         output_dir=output_folder("provenance"),
     shell:
         "python -m citeval.tables --results {params.results:q} --setups {params.setups} "
-        "--models {params.models} {params.rerank_models} {params.settings} "
+        "--models {params.models} {params.rerank_models} {params.settings} {params.trained} "
         "--config-json {params.config_json} --inputs {input.corpus_inputs:q} "
         "--output-dir {params.output_dir:q} 2> {log:q}"
 
@@ -66,3 +68,26 @@ rule plots:
         output_dir=output_folder(),
     shell:
         "python -m citeval.plots {params.tables} --output-dir {params.output_dir:q} 2> {log:q}"
+
+
+rule learning:
+    input:
+        list(PLAN.outputs.trained_models.values()),
+    output:
+        table=report_item(LAYOUT.table("learning"), "learning", "Tables"),
+        markdown=LAYOUT.table("learning", "md"),
+        plot=report_item(LAYOUT.plot("learning"), "learning_curves", "Figures"),
+    log:
+        LAYOUT.log("learning"),
+    benchmark:
+        LAYOUT.timing("learning")
+    conda:
+        "../envs/core.yaml"
+    resources:
+        **JOBS.resources("learning"),
+    params:
+        trained=trained_arguments(PLAN.outputs.trained_models),
+        tables_dir=output_folder("table"),
+    shell:
+        "python -m citeval.learning {params.trained} --tables-dir {params.tables_dir:q} "
+        "--plot {output.plot:q} 2> {log:q}"

@@ -34,9 +34,7 @@ def fit_settings(**values) -> FitSettings:
         "weight_decay", "warmup_steps", "margin", "max_steps", "eval_steps",
     )  # fmt: skip
     defaults = {name: schema_default(f"train.fit.{name}") for name in names}
-    return FitSettings(
-        **{**defaults, "seed": 13, "validation_fraction": VALID_FRACTION, **values}
-    )
+    return FitSettings(**{**defaults, "seed": 13, "validation_fraction": VALID_FRACTION, **values})
 
 
 # Four of the 20 anchors are held out for the validation curve; 16 triplets train.
@@ -57,7 +55,6 @@ TOPICS = [
 def triplet_inputs(tmp_path: Path) -> tuple[Path, Path]:
     texts, rows = {}, []
     for t, topic in enumerate(TOPICS):
-        other = TOPICS[(t + 1) % len(TOPICS)]
         for i in range(5):
             texts[f"q{t}{i}"] = (topic, f"{topic} study {i}")
             texts[f"p{t}{i}"] = (topic, "a cited result")

@@ -49,3 +49,12 @@ def fill_command(template: str, **values: str | int | Sequence[str]) -> str:
         for name, value in values.items()
     }
     return template.format(**words)
+
+
+def trained_arguments(trained_models: dict[str, str]) -> str:
+    """``--trained NAME TRAINING_JSON`` for each trained model (name -> model folder)."""
+    return shell_words(
+        word
+        for name, folder in trained_models.items()
+        for word in ("--trained", name, f"{folder}/training.json")
+    )

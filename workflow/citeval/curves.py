@@ -48,7 +48,7 @@ def split_queries(
     ids = sorted(set(query_ids))
     if not 0 < fraction < 1:
         raise ConfigError(f"validation_fraction must be between 0 and 1, got {fraction}")
-    held = int(round(fraction * len(ids)))
+    held = round(fraction * len(ids))
     if len(ids) < 2:
         raise ConfigError(
             f"{len(ids)} training quer{'y' if len(ids) == 1 else 'ies'}: at least 2 are "
@@ -157,8 +157,7 @@ class Curve:
             "queries": self.queries,
             "measure": "MAP",
             "curve": [
-                {"step": p.step, "map": p.map, "mrr@10": p.mrr, "loss": p.loss}
-                for p in self.points
+                {"step": p.step, "map": p.map, "mrr@10": p.mrr, "loss": p.loss} for p in self.points
             ],
             "start_map": self.start.map,
             "kept_step": self.kept.step,

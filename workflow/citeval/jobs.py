@@ -70,6 +70,7 @@ NEEDS: dict[str, Need] = {
     "metrics": _FAN_IN,
     "tables": Need(30),
     "plots": _FAN_IN,
+    "learning": _FAN_IN,
     # MDCR
     "mdcr_build": Need(60, 4000, threaded=True),
     "mdcr_score_bm25": Need(120, 4000, threaded=True),

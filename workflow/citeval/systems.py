@@ -23,6 +23,7 @@ its runs (docs/architecture.md, "Adding a system kind").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -158,6 +159,16 @@ class System:
     members: tuple[str, ...] = ()
     # It has MDCR scores (a run system only where its config gives them).
     scores_mdcr: bool = True
+
+
+# What separates the systems a row's label names: `bm25>ce@10`, `bm25+oracle20>ce@20`, and
+# the local tables' granularity before a space.
+LABEL_PARTS = re.compile(r"[\s>+@]+")
+
+
+def systems_in_label(label: str) -> list[str]:
+    """The system names a table row's label is made of (and its cutoffs and words)."""
+    return [part for part in LABEL_PARTS.split(label) if part]
 
 
 def systems_of(config: Config) -> dict[str, System]:

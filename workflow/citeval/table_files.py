@@ -10,12 +10,13 @@ that differ significantly from the baseline, and the footnotes explaining both.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from citeval.io import write_text
 from citeval.significance import MARKER, TableTests, footnote, format_pvalues_tsv
+from citeval.systems import systems_in_label
 
 # The Markdown cell of a collection that sampling left without queries (its mean is NaN).
 NO_QUERIES = "—"
@@ -54,6 +55,14 @@ def render(
     return "\n".join(tsv) + "\n", "\n".join(markdown) + "\n"
 
 
+def not_learned_notes(
+    rows: Sequence[Sequence[object]], not_learned: Mapping[str, str]
+) -> list[str]:
+    """A note for each model that did not learn and that a row's label names."""
+    named = {part for row in rows for part in systems_in_label(str(row[0]))}
+    return [f"**Not learned:** {not_learned[name]}" for name in not_learned if name in named]
+
+
 def write_table(
     output_dir: Path,
     name: str,
@@ -62,12 +71,15 @@ def write_table(
     rows: list[list[object]],
     tests: TableTests | None = None,
     empty: Sequence[str] = (),
+    not_learned: Mapping[str, str] | None = None,
 ) -> None:
     """``<name>.tsv`` and ``<name>.md``; with ``tests`` also ``<name>_pvalues.tsv``.
 
     ``empty`` names the groups that sampling left without queries (NaN cells, a dash in
-    the Markdown, explained under it). Without ``tests`` a ``<name>_pvalues.tsv`` left by
-    an earlier run is removed.
+    the Markdown, explained under it). ``not_learned`` maps each trained model that did
+    not learn to its verdict (:mod:`citeval.learning`); a table with rows of such a model
+    says so under it. Without ``tests`` a ``<name>_pvalues.tsv`` left by an earlier run is
+    removed.
     """
     pvalues = output_dir / f"{name}_pvalues.tsv"
     marked = tests.marked() if tests is not None else set()
@@ -79,6 +91,7 @@ def write_table(
             f"{NO_QUERIES} no queries: sampling found none for {', '.join(empty)} "
             "(the sample report, samples/<setup>-report.json, says why); AVG leaves them out."
         )
+    notes += not_learned_notes(rows, not_learned or {})
     if tests is None:
         pvalues.unlink(missing_ok=True)
     else:

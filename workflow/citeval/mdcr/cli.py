@@ -68,6 +68,7 @@ from citeval.cli import positive_int, require_unique, run_cli
 from citeval.config import schema_node
 from citeval.errors import ConfigError
 from citeval.io import write_json
+from citeval.learning import add_trained_argument, not_learned
 from citeval.mdcr.evaluate import (
     evaluate_queries,
     format_summary,
@@ -261,7 +262,9 @@ def tables_command(args: argparse.Namespace) -> None:
     settings = settings_for(
         args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
     )
-    write_tables(args.evaluations, args.output_dir, settings, args.per_query)
+    write_tables(
+        args.evaluations, args.output_dir, settings, args.per_query, not_learned(args.trained)
+    )
     LOG.info("MDCR tables written to %s", args.output_dir)
 
 
@@ -372,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="MODEL=PATH of `evaluate --per-query-output` TSVs (needed for --baseline)",
     )
+    add_trained_argument(tables)
     stages.MDCR_TABLES.add_to(tables)
     tables.set_defaults(handler=tables_command)
     return parser

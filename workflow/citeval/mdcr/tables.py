@@ -232,6 +232,7 @@ def write_tables(
     output_dir: str | os.PathLike,
     settings: Settings | None = None,
     per_query_paths: Sequence[tuple[str, Path]] = (),
+    flagged: Mapping[str, str] | None = None,
 ) -> None:
     """Tables 3 and 4 from ``(model, evaluation TSV)`` pairs, rows in the order given.
 
@@ -255,4 +256,4 @@ def write_tables(
         tests = None
         if per_query is not None:
             tests = significance(name, per_model, columns, per_query, settings)
-        write_table(output, name, title, header, rows, tests)
+        write_table(output, name, title, header, rows, tests, not_learned=flagged)

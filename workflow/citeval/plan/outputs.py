@@ -16,6 +16,10 @@ from citeval.plan.mdcr import Mdcr
 from citeval.plan.rerank import Rerank
 from citeval.plan.setups import Setups
 from citeval.plan.systems import Systems
+from citeval.plan.training import Training
+
+# The trained models' validation curves (citeval.learning): table and figure name.
+LEARNING = "learning"
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Outputs:
     mdcr: Mdcr
     rerank: Rerank
     local: Local
+    training: Training
 
     @cached_property
     def tables(self) -> dict[str, str]:
@@ -55,6 +60,26 @@ class Outputs:
         return {name: (flag, table) for name, (flag, table) in sources.items() if table}
 
     @cached_property
+    def trained_models(self) -> dict[str, str]:
+        """Each model the run trains (its name in the tables) -> its folder, whose
+        training.json holds its validation curve."""
+        layout = self.layout
+        models = {name: layout.trained(name, "model") for name in self.training.models}
+        if self.systems.reranker:
+            models[self.systems.reranker] = layout.reranker_model(self.systems.reranker)
+        if self.local.reranker:
+            local = f"{self.local.reranker} (local task)"
+            models[local] = layout.local_reranker_model(self.local.reranker)
+        return models
+
+    def learning(self) -> list[str]:
+        """The curves' table (TSV, Markdown) and figure, when the run trains a model."""
+        if not self.trained_models:
+            return []
+        layout = self.layout
+        return [layout.table(LEARNING), layout.table(LEARNING, "md"), layout.plot(LEARNING)]
+
+    @cached_property
     def provenance_config(self) -> dict[str, Any]:
         """The config as the run used it, for the provenance record: defaults filled, and
         the trained encoders in the registry."""
@@ -76,4 +101,5 @@ class Outputs:
             *self.mdcr.outputs(),
             *self.rerank.outputs(),
             *self.local.outputs(),
+            *self.learning(),
         ]

@@ -71,7 +71,14 @@ class Plan:
     @cached_property
     def outputs(self) -> Outputs:
         return Outputs(
-            self.config, self.layout, self.setups, self.systems, self.mdcr, self.rerank, self.local
+            self.config,
+            self.layout,
+            self.setups,
+            self.systems,
+            self.mdcr,
+            self.rerank,
+            self.local,
+            self.training,
         )
 
     @cached_property

@@ -25,7 +25,6 @@ file's.
 
 from __future__ import annotations
 
-import re
 import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +36,7 @@ from citeval.drift import DRIFTS, Drift, loosest
 from citeval.errors import CitevalError
 from citeval.io import write_text
 from citeval.regressions.pinned import Cells
+from citeval.systems import systems_in_label
 
 FOLDER = Path("regressions")
 """Where the regression files live, relative to the repository root."""
@@ -45,9 +45,6 @@ KEYS = (
     "tables",
 )  # fmt: skip
 OPTIONAL = ("description", "drift", "systems")
-# What separates the systems a row's label names: `bm25>ce@10`, `bm25+oracle20>ce@20`, and
-# the local tables' granularity before a space.
-LABEL_PARTS = re.compile(r"[\s>+@]+")
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,7 @@ class Expected:
 
     def row_drift(self, row: str) -> Drift:
         """The loosest drift of the systems ``row``'s label names."""
-        parts = LABEL_PARTS.split(row)
+        parts = systems_in_label(row)
         return loosest([DRIFTS[self.systems[part]] for part in parts if part in self.systems])
 
     def tolerance_of(self, row: str, value: Value) -> float:

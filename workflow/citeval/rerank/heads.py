@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from sentence_transformers.base.modules import Module
@@ -36,7 +36,7 @@ class SegmentCosine(Module):
     """``scale · cos(mean(query tokens), mean(candidate tokens)) + shift``, from the
     Transformer's ``token_embeddings``, as the CrossEncoder's ``scores``."""
 
-    config_keys: list[str] = []
+    config_keys: ClassVar[list[str]] = []
 
     def __init__(self) -> None:
         super().__init__()
@@ -53,7 +53,9 @@ class SegmentCosine(Module):
         features["scores"] = (self.scale * cosine + self.shift).unsqueeze(-1)
         return features
 
-    def save(self, output_path: str, *args: Any, safe_serialization: bool = True, **kwargs: Any) -> None:
+    def save(
+        self, output_path: str, *args: Any, safe_serialization: bool = True, **kwargs: Any
+    ) -> None:
         self.save_config(output_path)
         self.save_torch_weights(output_path, safe_serialization=safe_serialization)
 

@@ -63,7 +63,6 @@ from citeval.batching import (
     tokenizer_processes,
 )
 from citeval.errors import CitevalError, InputDataError
-from citeval.st_modules import MODULES_FILE
 from citeval.models import (
     build_text,
     resolve_batch_tokens,
@@ -74,6 +73,7 @@ from citeval.models import (
 )
 from citeval.rerank.heads import CLS, HEADS
 from citeval.rerank.train import TRAINING_JSON
+from citeval.st_modules import MODULES_FILE
 
 LOG = logging.getLogger(__name__)
 

@@ -74,8 +74,8 @@ from citeval.curves import (
 )
 from citeval.errors import CitevalError, ConfigError, InputDataError
 from citeval.io import atomic_path, write_json
-from citeval.rerank.heads import HEADS
 from citeval.rerank.data import check_in_corpus, read_ranked_run, read_run_texts
+from citeval.rerank.heads import HEADS
 from citeval.training import (
     check_max_steps,
     fitted_trainer,
@@ -207,9 +207,7 @@ def _pairwise(model: Any) -> Any:
 # Pairs a list loss sends through the model at once (memory, not the result).
 LIST_MINI_BATCH = 64
 LOSSES = {
-    "pointwise": Loss(
-        False, _pointwise, "binary cross-entropy of each pair's logit (the paper's)"
-    ),
+    "pointwise": Loss(False, _pointwise, "binary cross-entropy of each pair's logit (the paper's)"),
     "listwise": Loss(
         True, _listwise, "ListNet: cross-entropy of the softmax over a query's candidates"
     ),
@@ -269,6 +267,15 @@ def _cut_texts(
     return pair_texts
 
 
+def rankable_queries(pairs: Sequence[Pair]) -> set[str]:
+    """Queries with a cited and an uncited candidate: a list loss has nothing to order
+    in the others (and would pull all their scores together)."""
+    labels: dict[str, set[int]] = {}
+    for pair in pairs:
+        labels.setdefault(pair.query_id, set()).add(pair.label)
+    return {qid for qid, seen in labels.items() if seen == {0, 1}}
+
+
 def _by_query(pairs: Sequence[Pair], pair_texts: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """Per query (in order): its text, its candidates' texts and their labels."""
     grouped: dict[str, tuple[str, list[str], list[float]]] = {}
@@ -291,7 +298,8 @@ def _dataset(
 
     pair_texts = _cut_texts(reranker, pairs, texts)
     if listwise:
-        grouped = _by_query(pairs, pair_texts).values()
+        rankable = rankable_queries(pairs)
+        grouped = [row for qid, row in _by_query(pairs, pair_texts).items() if qid in rankable]
         return Dataset.from_dict(
             {
                 "query": [query for query, _, _ in grouped],
@@ -457,7 +465,7 @@ def train(
         return {}
     started = time.perf_counter()
     queries = len({p.query_id for p in pairs})
-    rows = queries if settings.listwise else len(pairs)
+    rows = len(rankable_queries(pairs)) if settings.listwise else len(pairs)
     per_epoch, steps = total_steps(rows, settings)
     if settings.warmup_steps >= steps:
         LOG.warning(
@@ -512,7 +520,9 @@ def train(
     if kept == 0:
         model = _reranker(settings.base_model, settings, device, new=True).model
     else:
-        model = _reranker(str(checkpoints / f"checkpoint-{kept}"), settings, device, new=False).model
+        model = _reranker(
+            str(checkpoints / f"checkpoint-{kept}"), settings, device, new=False
+        ).model
     model.eval()
     record = {
         "settings": expected["settings"],

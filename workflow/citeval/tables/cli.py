@@ -23,6 +23,7 @@ from citeval import stages
 from citeval.cli import require_unique, run_cli
 from citeval.errors import ConfigError
 from citeval.io import write_json, write_text
+from citeval.learning import add_trained_argument, not_learned
 from citeval.measures import (
     RERANK_ADDED,
     cutoffs_for,
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config-json", required=True, help="the resolved config as JSON")
     parser.add_argument("--inputs", nargs="*", default=[], help="corpus files to fingerprint")
     parser.add_argument("--output-dir", required=True, type=Path)
+    add_trained_argument(parser)
     stages.TABLES.add_to(parser)
     return parser
 
@@ -77,17 +79,26 @@ def command(args: argparse.Namespace) -> None:
     settings = settings_for(
         args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
     )
+    flagged = not_learned(args.trained)
     if "dataset" in args.setups:
         measures = table1_measures(cutoff)
-        dataset_level_table(args.results, args.models, measures, args.output_dir, settings)
+        dataset_level_table(
+            args.results, args.models, measures, args.output_dir, settings, flagged=flagged
+        )
         if args.rerank_models:
             measures = rerank_table_measures(cutoff)
             dataset_level_table(
-                args.results, args.rerank_models, measures, args.output_dir, settings, RERANK_TABLE
+                args.results,
+                args.rerank_models,
+                measures,
+                args.output_dir,
+                settings,
+                RERANK_TABLE,
+                flagged=flagged,
             )
     if "field" in args.setups:
         field_level_tables(
-            args.results, args.models, args.fields, cutoff, args.output_dir, settings
+            args.results, args.models, args.fields, cutoff, args.output_dir, settings, flagged
         )
     write_text(
         summary_table(args.results, args.setups, args.models), args.output_dir / "summary.tsv"

@@ -3,7 +3,7 @@ size's measures."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from citeval.collection_list import pool_size_of
@@ -42,6 +42,8 @@ def dataset_level_table(
     output_dir: Path,
     settings: Settings | None = None,
     table: tuple[str, str] = TABLE1,
+    *,
+    flagged: Mapping[str, str] | None = None,
 ) -> list[list[object]]:
     """Rows are models, columns pool size × ``measures`` (:mod:`citeval.measures`:
     :func:`~citeval.measures.table1_measures`,
@@ -64,5 +66,5 @@ def dataset_level_table(
         tests = table_tests(name, per_column, settings, DATASET_UNIT)
     without_queries = groups_without_queries(results, "dataset")
     empty = [labels[g] for g in groups if g in without_queries]
-    write_table(output_dir, name, title, header, rows, tests, empty)
+    write_table(output_dir, name, title, header, rows, tests, empty, flagged)
     return rows

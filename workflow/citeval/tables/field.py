@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import fmean
 
@@ -43,6 +43,7 @@ def field_level_tables(
     cutoff: int,
     output_dir: Path,
     settings: Settings | None = None,
+    flagged: Mapping[str, str] | None = None,
 ) -> None:
     """One table per measure of :func:`citeval.measures.field_table_measures`: rows are
     models, columns ``fields`` and their mean, AVG."""
@@ -85,4 +86,4 @@ def field_level_tables(
             }
             weights = {"AVG": stratum_weights(per_column["AVG"][settings.baseline])}
             tests = table_tests(name, per_column, settings, FIELD_UNIT, weights)
-        write_table(output_dir, name, title, ["model", *fields, "AVG"], rows, tests, empty)
+        write_table(output_dir, name, title, ["model", *fields, "AVG"], rows, tests, empty, flagged)

@@ -329,9 +329,7 @@ def train_encoder(
                     save_steps=settings.eval_steps,
                     logging_steps=logging_steps,
                 ),
-                **evaluation_arguments(
-                    settings.eval_steps, MAP_KEY, resuming=resume is not None
-                ),
+                **evaluation_arguments(settings.eval_steps, MAP_KEY, resuming=resume is not None),
             },
             # In-batch negatives: a batch never holds the same text twice (a false
             # negative).

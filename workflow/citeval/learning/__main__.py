@@ -1,0 +1,3 @@
+from citeval.learning.cli import main
+
+raise SystemExit(main())
