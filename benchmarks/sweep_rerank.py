@@ -48,7 +48,7 @@ def mdcr_map(path: Path, subset: str) -> float:
     with path.open(encoding="utf-8") as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
             if row["candidates"] == subset and row["field"] == "AVG":
-                return round(float(row["MAP"]), 2)
+                return round(float(row["map"]), 2)
     raise SystemExit(f"{path}: no {subset}/AVG row")
 
 

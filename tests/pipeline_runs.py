@@ -105,7 +105,8 @@ def reranker(model: Path, first_stages: list[str], ks: list[int]) -> dict:
         "ks": ks,
         "batch_size": 16,
         "train": {"num_queries": 20, "pool_size": 300, "years_before": 3, "learning_rate": 1e-3,
-                  "warmup_steps": 2, "batch_size": 8, "epochs": 1},
+                  "warmup_steps": 2, "batch_size": 8, "epochs": 1, "eval_steps": 5,
+                  "validation_fraction": 0.2},
     }  # fmt: skip
 
 
@@ -165,7 +166,8 @@ def shared_config(tiny: Path) -> dict:
                    PREFETCHER: {"sampler": "contexts", "base": "minilm"}},
         "graph_embedding": {"dim": 8},
         "triplets": {"num_queries": 20, "scincl": {"k_positive": 8, "k_hard": 40}},
-        "fit": {"epochs": 1, "batch_size": 8, "gradient_accumulation": 1, "learning_rate": 1e-4},
+        "fit": {"epochs": 1, "batch_size": 8, "gradient_accumulation": 1, "learning_rate": 1e-4,
+                "eval_steps": 5, "validation_fraction": 0.2},
     }  # fmt: skip
     config["local"] = local_config(LOCAL_MODELS)
     return config

@@ -22,13 +22,25 @@ from citeval.table_files import write_table
 MAP, MRR = "validation_map", "validation_mrr@10"
 
 
-def _history(*maps: float, steps: tuple[int, ...] | None = None) -> list[dict]:
+# Twelve held-out queries whose average precisions move together with the MAP.
+OFFSETS = [-0.06, -0.05, -0.04, -0.03, -0.02, -0.01, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06]
+
+
+def _history(
+    *maps: float, steps: tuple[int, ...] | None = None, noise: float = 0.0
+) -> list[dict]:
+    """Trainer log entries; ``noise`` adds alternating per-query swings to each point."""
     steps = steps or tuple(range(0, 10 * len(maps), 10))
     history: list[dict] = []
-    for step, value in zip(steps, maps, strict=True):
+    for point, (step, value) in enumerate(zip(steps, maps, strict=True)):
         if step:
             history.append({"step": step, "loss": 1.0 / step})
-        history.append({"step": step, f"eval_{MAP}": value, f"eval_{MRR}": value})
+        swings = [noise * (-1) ** (i + point) for i in range(len(OFFSETS))]
+        precisions = [value + o + n for o, n in zip(OFFSETS, swings, strict=True)]
+        history.append(
+            {"step": step, f"eval_{MAP}": value, f"eval_{MRR}": value}
+            | {f"eval_validation_ap/{i}": ap for i, ap in enumerate(precisions)}
+        )
     return history
 
 
@@ -62,6 +74,12 @@ def test_the_kept_point_is_the_best_step_0_included_and_learning_needs_a_margin(
     flat = Curve.from_log_history(_history(0.40, within), MAP, MRR, queries=12)
     assert flat.kept.step == 10 and not flat.learned
     assert "within 1.0 of step 0" in flat.verdict("ce")
+
+    # A gain that some queries make and others lose by as much is not learning.
+    noisy = Curve.from_log_history(_history(0.40, 0.43, noise=0.3), MAP, MRR, queries=12)
+    assert noisy.kept.step == 10 and noisy.p_value > 0.05 and not noisy.learned
+    assert "not significantly better" in noisy.verdict("ce")
+    assert rising.p_value < 0.01
 
     ties = Curve.from_log_history(_history(0.5, 0.6, 0.6), MAP, MRR, queries=12)
     assert ties.kept.step == 10  # the earliest of equal points

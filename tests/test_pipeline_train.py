@@ -82,3 +82,29 @@ def test_the_prefetcher_trains_on_earlier_contexts_and_beats_its_base(trained_ru
     mrr = {row[1]: float(row[header.index("MRR")]) for row in rows}
     assert {"minilm", PREFETCHER} <= set(mrr)
     assert mrr[PREFETCHER] > mrr["minilm"], mrr
+
+
+def test_every_trained_model_has_its_validation_curve_in_the_tables(trained_run):
+    """The graph-trained encoder, the prefetcher, the reranker and the local reranker each
+    keep a curve (step 0 first) in training.json; the learning table and figure show them
+    all, and each table with rows of a model that did not learn says so under it."""
+    folders = {
+        "tiny_scincl": trained_run / "train" / "tiny_scincl" / "model",
+        PREFETCHER: trained_run / "train" / PREFETCHER / "model",
+        "ce": trained_run / "rerank" / "ce" / "model",
+        "ce (local task)": trained_run / "local" / "rerank" / "ce" / "model",
+    }
+    verdicts = {}
+    for name, folder in folders.items():
+        validation = json.loads((folder / "training.json").read_text())["validation"]
+        steps = [point["step"] for point in validation["curve"]]
+        assert steps[0] == 0 and len(steps) >= 3 and steps == sorted(steps), name
+        assert validation["kept_step"] in steps and validation["queries"] > 0, name
+        verdicts[name] = validation["learned"]
+        assert ("did NOT learn" in (folder / "README.md").read_text()) != verdicts[name]
+    rows = (trained_run / "tables" / "learning.tsv").read_text().splitlines()[1:]
+    learned = {row.split("\t")[0]: row.split("\t")[-1] == "yes" for row in rows}
+    assert learned == verdicts
+    assert (trained_run / "tables" / "plots" / "learning.png").stat().st_size > 0
+    table1 = (trained_run / "tables" / "table1_dataset_level.md").read_text()
+    assert ("Not learned:** tiny_scincl" in table1) != verdicts["tiny_scincl"]

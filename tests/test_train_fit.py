@@ -37,8 +37,9 @@ def fit_settings(**values) -> FitSettings:
     return FitSettings(**{**defaults, "seed": 13, "validation_fraction": VALID_FRACTION, **values})
 
 
-# Four of the 20 anchors are held out for the validation curve; 16 triplets train.
-VALID_FRACTION = 0.2
+# Eight of the 24 anchors are held out for the validation curve (enough for its paired
+# test to be significant); 16 triplets train.
+VALID_FRACTION = 1 / 3
 
 
 # Negatives repeat their anchor's words and positives do not, so an untrained model ranks
@@ -55,7 +56,7 @@ TOPICS = [
 def triplet_inputs(tmp_path: Path) -> tuple[Path, Path]:
     texts, rows = {}, []
     for t, topic in enumerate(TOPICS):
-        for i in range(5):
+        for i in range(6):
             texts[f"q{t}{i}"] = (topic, f"{topic} study {i}")
             texts[f"p{t}{i}"] = (topic, "a cited result")
             texts[f"n{t}{i}"] = (topic, f"{topic} study {i} uncited")
@@ -119,10 +120,14 @@ def test_training_lowers_the_triplet_loss_and_reloads_through_the_registry(
 
     training = json.loads((model_dir / "training.json").read_text())
     assert training["num_triplets"] == 16 and training["steps"] == 32
+    # The held-out anchors rank their positives higher at the kept (last) step than at
+    # step 0; eight queries are too few for that to be significant, which the card says.
     validation = training["validation"]
-    assert validation["learned"] and validation["kept_map"] > validation["start_map"]
-    assert validation["curve"][0]["step"] == 0 and validation["queries"] == 4
-    assert "tiny learned" in (model_dir / "README.md").read_text()
+    assert validation["kept_step"] == 32 and validation["kept_map"] > validation["start_map"]
+    assert validation["curve"][0]["step"] == 0 and validation["queries"] == 8
+    assert len(validation["curve"][0]["average_precisions"]) == 8
+    assert validation["p_value"] > 0.05 and not validation["learned"]
+    assert "not significantly better" in (model_dir / "README.md").read_text()
     assert training["loss_history"] and not (tmp_path / "out" / "checkpoints").exists()
 
     # The registry loads the saved folder (citeval.models.Encoder) and embeds as the
@@ -359,9 +364,9 @@ def test_texts_on_disk_give_the_batches_of_texts_in_memory(
     }
     monkeypatch.setattr(inputs, "ROWS_PER_CHUNK", 5)
     path = tmp_path / "texts.arrow"
-    assert write_triplet_texts(triplets, papers, sep, path, memory_limit=MEMORY) == 20
+    assert write_triplet_texts(triplets, papers, sep, path, memory_limit=MEMORY) == 24
     with pa.memory_map(str(path)) as source:
-        assert sum(1 for _ in pa.ipc.open_stream(source)) == 4  # chunks of 5
+        assert sum(1 for _ in pa.ipc.open_stream(source)) == 5  # chunks of 5 and one of 4
     on_disk = open_triplet_texts(path)
     assert on_disk.to_dict() == in_memory
 
@@ -382,13 +387,13 @@ def test_texts_on_disk_give_the_batches_of_texts_in_memory(
         ]
 
     drawn = batches(on_disk)
-    assert len(drawn) == 5 and drawn == batches(Dataset.from_dict(in_memory))
+    assert len(drawn) == 6 and drawn == batches(Dataset.from_dict(in_memory))
     assert {"anchor_input_ids", "positive_input_ids", "negative_input_ids"} <= set(drawn[0])
 
     # A resumed run reuses the file only while it holds these triplets' texts.
     assert inputs.is_current(path, file_fingerprint(triplets))
     table = pq.read_table(triplets)
-    pq.write_table(table.take(list(range(19, -1, -1))), triplets)
+    pq.write_table(table.take(list(range(23, -1, -1))), triplets)
     assert not inputs.is_current(path, file_fingerprint(triplets))
 
 

@@ -13,7 +13,11 @@ points go into ``training.json`` as the ``validation`` record (:meth:`Curve.reco
   earliest on ties). Step 0 is a candidate: a run that only made its base worse keeps
   its base;
 * ``learned``: whether the kept checkpoint beats step 0 by at least :data:`LEARNED_MARGIN`
-  MAP. A model that did not learn is flagged in its log, in its model card and in the
+  MAP *and* significantly: a paired randomization test over the held-out queries' average
+  precisions (:func:`citeval.significance.paired_test`, p <= :data:`LEARNED_ALPHA`), so that
+  the best of a dozen noisy points over a few queries is not taken for learning. The
+  evaluators report each query's average precision for it (``<name>_ap/<i>``). A model
+  that did not learn is flagged in its log, in its model card and in the
   tables' notes (:mod:`citeval.learning`), so rows at chance are never read as results.
 """
 
@@ -29,11 +33,16 @@ from typing import Any
 import numpy as np
 
 from citeval.errors import ConfigError
+from citeval.significance import paired_test
 
 LOG = logging.getLogger(__name__)
 
-# One MAP point: less is within the noise of a few dozen held-out queries.
+# One MAP point at least, and a paired test over the held-out queries at this level.
 LEARNED_MARGIN = 0.01
+LEARNED_ALPHA = 0.05
+TEST_PERMUTATIONS = 10_000
+# The evaluators' per-query average precisions: metric keys <name>_ap/<query index>.
+PER_QUERY = "ap/"
 # The evaluators' name: the metrics are logged as eval_<name>_<measure>.
 EVALUATOR_NAME = "validation"
 CARD_FILE = "README.md"
@@ -86,6 +95,7 @@ class Point:
     map: float
     mrr: float
     loss: float | None
+    average_precisions: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,16 +113,23 @@ class Curve:
         the training loss is the last one logged at or before each evaluation's step)."""
         points: dict[int, Point] = {}
         loss: float | None = None
+        per_query = f"eval_{EVALUATOR_NAME}_{PER_QUERY}"
         for entry in sorted(log_history, key=lambda e: (e.get("step", 0), "loss" not in e)):
             if "loss" in entry:
                 loss = float(entry["loss"])
             if f"eval_{map_key}" in entry:
                 step = int(entry["step"])
+                precisions = sorted(
+                    (int(key.removeprefix(per_query)), float(value))
+                    for key, value in entry.items()
+                    if key.startswith(per_query)
+                )
                 points[step] = Point(
                     step=step,
                     map=float(entry[f"eval_{map_key}"]),
                     mrr=float(entry[f"eval_{mrr_key}"]),
                     loss=loss if step > 0 else None,
+                    average_precisions=tuple(value for _, value in precisions),
                 )
         if 0 not in points:
             raise ValueError("no step-0 evaluation in the trainer's log history")
@@ -128,8 +145,25 @@ class Curve:
         return next(point for point in self.points if point.map == best)
 
     @property
+    def p_value(self) -> float:
+        """The one-sided paired randomization test's p of the kept point against step 0
+        (1: the same point, or no per-query values to pair)."""
+        start, kept = self.start.average_precisions, self.kept.average_precisions
+        if self.kept.step == self.start.step or not start or len(start) != len(kept):
+            return 1.0
+        result = paired_test(
+            dict(enumerate(kept)),
+            dict(enumerate(start)),
+            TEST_PERMUTATIONS,
+            np.random.default_rng(0),
+        )
+        # One-sided (the kept point is the better one): half the symmetric two-sided p.
+        return result.p_perm / 2 if result.mean_diff > 0 else 1.0
+
+    @property
     def learned(self) -> bool:
-        return self.kept.map >= self.start.map + LEARNED_MARGIN
+        gain = self.kept.map >= self.start.map + LEARNED_MARGIN
+        return gain and self.p_value <= LEARNED_ALPHA
 
     def verdict(self, name: str) -> str:
         """One line for the log and the notes."""
@@ -137,15 +171,21 @@ class Curve:
         if self.learned:
             return (
                 f"{name} learned: validation MAP {_points(start.map)} at step 0, "
-                f"{_points(kept.map)} at the kept step {kept.step} ({self.queries} held-out "
-                "training queries)"
+                f"{_points(kept.map)} at the kept step {kept.step} (p = {self.p_value:.3g}, "
+                f"{self.queries} held-out training queries)"
             )
-        where = (
-            "no checkpoint beat step 0, so the model is its starting point"
-            if kept.step == 0
-            else f"its best checkpoint (step {kept.step}) is within {_points(LEARNED_MARGIN)} "
-            "of step 0"
-        )
+        if kept.step == 0:
+            where = "no checkpoint beat step 0, so the model is its starting point"
+        elif kept.map < start.map + LEARNED_MARGIN:
+            where = (
+                f"its best checkpoint (step {kept.step}) is within "
+                f"{_points(LEARNED_MARGIN)} of step 0"
+            )
+        else:
+            where = (
+                f"its best checkpoint (step {kept.step}) is not significantly better than "
+                f"step 0 (paired randomization test, p = {self.p_value:.3g} > {LEARNED_ALPHA})"
+            )
         return (
             f"{name} did NOT learn: validation MAP {_points(start.map)} at step 0, "
             f"{_points(kept.map)} at best; {where} ({self.queries} held-out training "
@@ -157,13 +197,22 @@ class Curve:
             "queries": self.queries,
             "measure": "MAP",
             "curve": [
-                {"step": p.step, "map": p.map, "mrr@10": p.mrr, "loss": p.loss} for p in self.points
+                {
+                    "step": p.step,
+                    "map": p.map,
+                    "mrr@10": p.mrr,
+                    "loss": p.loss,
+                    "average_precisions": list(p.average_precisions),
+                }
+                for p in self.points
             ],
             "start_map": self.start.map,
             "kept_step": self.kept.step,
             "kept_map": self.kept.map,
+            "p_value": self.p_value,
             "learned": self.learned,
             "learned_margin": LEARNED_MARGIN,
+            "learned_alpha": LEARNED_ALPHA,
         }
 
     def log(self, name: str) -> None:
@@ -190,6 +239,11 @@ def append_card_section(folder: str | os.PathLike, section: str) -> None:
     card.write_text(existing.rstrip("\n") + section, encoding="utf-8")
 
 
+def per_query_metrics(name: str, average_precisions: Sequence[float]) -> dict[str, float]:
+    """The evaluator metrics that carry each held-out query's average precision."""
+    return {f"{name}_{PER_QUERY}{i}": float(v) for i, v in enumerate(average_precisions)}
+
+
 def _points(value: float) -> str:
     return f"{100 * value:.1f}"
 
@@ -197,7 +251,13 @@ def _points(value: float) -> str:
 def read_curve(record: dict[str, Any]) -> Curve:
     """A :class:`Curve` back from its ``training.json`` record."""
     points = tuple(
-        Point(step=int(p["step"]), map=float(p["map"]), mrr=float(p["mrr@10"]), loss=p["loss"])
+        Point(
+            step=int(p["step"]),
+            map=float(p["map"]),
+            mrr=float(p["mrr@10"]),
+            loss=p["loss"],
+            average_precisions=tuple(float(v) for v in p.get("average_precisions", ())),
+        )
         for p in record["curve"]
     )
     return Curve(points, int(record["queries"]))

@@ -70,6 +70,7 @@ from citeval.curves import (
     Curve,
     append_card_section,
     evaluation_arguments,
+    per_query_metrics,
     split_queries,
 )
 from citeval.errors import CitevalError, ConfigError, InputDataError
@@ -340,7 +341,21 @@ def _evaluator(
             "cite: the validation curve has nothing to rank (more training queries, or a "
             "larger validation_fraction)"
         )
-    return CrossEncoderRerankingEvaluator(
+    class PerQuery(CrossEncoderRerankingEvaluator):
+        """The library's evaluator, also reporting each query's average precision (for
+        the paired test of :attr:`citeval.curves.Curve.learned`)."""
+
+        def __call__(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+            self.average_precisions: list[float] = []
+            metrics = super().__call__(*args, **kwargs)
+            return {**metrics, **per_query_metrics(self.name, self.average_precisions)}
+
+        def compute_metrics(self, is_relevant: Any, scores: Any) -> Any:
+            mrr, ndcg, average_precision = super().compute_metrics(is_relevant, scores)
+            self.average_precisions.append(float(average_precision))
+            return mrr, ndcg, average_precision
+
+    return PerQuery(
         samples, at_k=10, name=EVALUATOR_NAME, batch_size=batch_size, write_csv=False
     ), len(samples)
 

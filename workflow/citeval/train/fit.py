@@ -36,6 +36,7 @@ from citeval.curves import (
     Curve,
     append_card_section,
     evaluation_arguments,
+    per_query_metrics,
     split_queries,
 )
 from citeval.errors import ConfigError
@@ -230,7 +231,29 @@ def _evaluator(valid: Any, spec: ModelSpec, batch_size: int) -> Any:
         query = queries.setdefault(anchor, f"q{len(queries)}")
         relevant.setdefault(query, set()).add(paper_id(positive))
         paper_id(negative)
-    return InformationRetrievalEvaluator(
+    class PerQuery(InformationRetrievalEvaluator):
+        """The library's evaluator, also reporting each query's average precision at
+        :data:`MAP_DEPTH` (its own formula and tie order; for the paired test of
+        :attr:`citeval.curves.Curve.learned`)."""
+
+        def __call__(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+            self.average_precisions: list[float] = []
+            metrics = super().__call__(*args, **kwargs)
+            return {**metrics, **per_query_metrics(self.name, self.average_precisions)}
+
+        def compute_metrics(self, queries_result_list: list[Any]) -> dict[str, Any]:
+            for query_id, hits in zip(self.queries_ids, queries_result_list, strict=True):
+                relevant = self.relevant_docs[query_id]
+                ranked = sorted(hits, key=lambda hit: (-hit["score"], hit["corpus_id"]))
+                found, total = 0, 0.0
+                for rank, hit in enumerate(ranked[:MAP_DEPTH], start=1):
+                    if hit["corpus_id"] in relevant:
+                        found += 1
+                        total += found / rank
+                self.average_precisions.append(total / min(MAP_DEPTH, len(relevant)))
+            return super().compute_metrics(queries_result_list)
+
+    return PerQuery(
         queries={query: anchor for anchor, query in queries.items()},
         corpus={doc: text for text, doc in ids.items()},
         relevant_docs=relevant,
