@@ -26,9 +26,7 @@ MAP, MRR = "validation_map", "validation_mrr@10"
 OFFSETS = [-0.06, -0.05, -0.04, -0.03, -0.02, -0.01, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06]
 
 
-def _history(
-    *maps: float, steps: tuple[int, ...] | None = None, noise: float = 0.0
-) -> list[dict]:
+def _history(*maps: float, steps: tuple[int, ...] | None = None, noise: float = 0.0) -> list[dict]:
     """Trainer log entries; ``noise`` adds alternating per-query swings to each point."""
     steps = steps or tuple(range(0, 10 * len(maps), 10))
     history: list[dict] = []
@@ -156,7 +154,7 @@ def test_the_segments_head_scores_the_cosine_of_each_sides_mean_tokens(
 ) -> None:
     from rerank_builder import cpu_reranker
 
-    from citeval.rerank.heads import INITIAL_CENTRE, INITIAL_SCALE
+    from citeval.rerank.segment_cosine import INITIAL_CENTRE, INITIAL_SCALE
 
     torch.manual_seed(0)
     reranker = cpu_reranker(str(tiny_bert_dir), 12, head="mean_segments")
@@ -202,7 +200,7 @@ def test_a_folder_naming_foreign_module_code_is_not_imported(tmp_path: Path) -> 
     (folder / "modules.json").write_text(json.dumps(modules))
     assert _only_known_modules(str(folder))
     modules.append(
-        {"idx": 1, "name": "1", "path": "1", "type": "citeval.rerank.heads.SegmentCosine"}
+        {"idx": 1, "name": "1", "path": "1", "type": "citeval.rerank.segment_cosine.SegmentCosine"}
     )
     (folder / "modules.json").write_text(json.dumps(modules))
     assert _only_known_modules(str(folder))

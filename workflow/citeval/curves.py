@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from citeval.errors import ConfigError
-from citeval.significance import paired_test
 
 LOG = logging.getLogger(__name__)
 
@@ -148,6 +147,8 @@ class Curve:
     def p_value(self) -> float:
         """The one-sided paired randomization test's p of the kept point against step 0
         (1: the same point, or no per-query values to pair)."""
+        from citeval.significance import paired_test  # scipy: only where a curve is judged
+
         start, kept = self.start.average_precisions, self.kept.average_precisions
         if self.kept.step == self.start.step or not start or len(start) != len(kept):
             return 1.0

@@ -341,6 +341,7 @@ def _evaluator(
             "cite: the validation curve has nothing to rank (more training queries, or a "
             "larger validation_fraction)"
         )
+
     class PerQuery(CrossEncoderRerankingEvaluator):
         """The library's evaluator, also reporting each query's average precision (for
         the paired test of :attr:`citeval.curves.Curve.learned`)."""

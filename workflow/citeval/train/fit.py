@@ -231,6 +231,7 @@ def _evaluator(valid: Any, spec: ModelSpec, batch_size: int) -> Any:
         query = queries.setdefault(anchor, f"q{len(queries)}")
         relevant.setdefault(query, set()).add(paper_id(positive))
         paper_id(negative)
+
     class PerQuery(InformationRetrievalEvaluator):
         """The library's evaluator, also reporting each query's average precision at
         :data:`MAP_DEPTH` (its own formula and tie order; for the paired test of
