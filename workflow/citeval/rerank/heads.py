@@ -12,8 +12,9 @@ Two heads, declared in :data:`HEADS`:
   since each segment's mean is close to the vector it was trained to give; training then
   starts from what the base knows instead of from chance. The segments are told apart by
   the token types (0: [CLS], the query and its [SEP]; 1: the candidate and the final
-  [SEP]), so this head needs a tokenizer that gives them (BERT's family). Its module is
-  :class:`citeval.rerank.segment_cosine.SegmentCosine`.
+  [SEP]), so this head needs a tokenizer that gives them (BERT's family); the model itself
+  runs with every type 0, as the base was trained, and the special tokens are left out of
+  the means (:mod:`citeval.rerank.segment_cosine`).
 
 A head's modules are saved with the model (``modules.json``), so a trained folder loads
 with ``CrossEncoder(path)`` and scores as it was trained.
@@ -28,19 +29,39 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Head:
-    """A head: the Transformer task it reads and the modules it adds after it."""
+    """A head: how it builds its modules from a base model's transformer folder."""
 
     name: str
-    transformer_task: str
     needs_token_types: bool
     description: str
-    modules: Callable[[], list[Any]]
+    build: Callable[[str, dict[str, Any], dict[str, Any]], list[Any]]
+    """``(transformer folder, config_kwargs, processor_kwargs)`` -> the CrossEncoder's
+    modules (the Transformer first)."""
 
 
-def _segment_cosine() -> list[Any]:
-    from citeval.rerank.segment_cosine import SegmentCosine  # torch: only when built
+def _cls_head(folder: str, config: dict[str, Any], processor: dict[str, Any]) -> list[Any]:
+    from sentence_transformers.base.modules import Transformer
 
-    return [SegmentCosine()]
+    return [
+        Transformer(
+            folder,
+            transformer_task="sequence-classification",
+            config_kwargs=config,
+            processor_kwargs=processor,
+        )
+    ]
+
+
+def _segments_head(folder: str, config: dict[str, Any], processor: dict[str, Any]) -> list[Any]:
+    from citeval.rerank.segment_cosine import SegmentCosine, SegmentTransformer
+
+    transformer = SegmentTransformer(
+        folder,
+        transformer_task="feature-extraction",
+        config_kwargs=config,
+        processor_kwargs=processor,
+    )
+    return [transformer, SegmentCosine(list(transformer.tokenizer.all_special_ids))]
 
 
 CLS = "cls"
@@ -50,17 +71,15 @@ HEADS = {
     for head in (
         Head(
             CLS,
-            "sequence-classification",
             needs_token_types=False,
             description="[CLS] -> one new linear layer (the paper's)",
-            modules=list,
+            build=_cls_head,
         ),
         Head(
             MEAN_SEGMENTS,
-            "feature-extraction",
             needs_token_types=True,
             description="scaled cosine of the query's and the candidate's mean token vectors",
-            modules=_segment_cosine,
+            build=_segments_head,
         ),
     )
 }

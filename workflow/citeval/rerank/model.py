@@ -109,7 +109,6 @@ def load_cross_encoder(
     (as the small MiniLM-L2 cross-encoders are made; ``None`` keeps them all).
     """
     from sentence_transformers import CrossEncoder
-    from sentence_transformers.base.modules import Transformer
 
     max_length = pair_max_length(query_tokens, candidate_tokens)
     folder = resolve_model_path(path)
@@ -133,20 +132,17 @@ def load_cross_encoder(
             )
         if layers is not None:
             config_kwargs["num_hidden_layers"] = layers
-        transformer = Transformer(
-            transformer_dir(folder),
-            transformer_task=chosen.transformer_task,
-            config_kwargs=config_kwargs,
-            processor_kwargs={"model_max_length": max_length},
+        modules = chosen.build(
+            transformer_dir(folder), config_kwargs, {"model_max_length": max_length}
         )
         if chosen.needs_token_types and (
-            "token_type_ids" not in transformer.tokenizer.model_input_names
+            "token_type_ids" not in modules[0].tokenizer.model_input_names
         ):
             raise CitevalError(
                 f"the {head} head tells the query from the candidate by token types, which "
                 f"the tokenizer of {path} does not give"
             )
-        model = CrossEncoder(modules=[transformer, *chosen.modules()], device=str(device))
+        model = CrossEncoder(modules=modules, device=str(device))
     positions = getattr(model.model.config, "max_position_embeddings", None)
     if positions is not None and max_length > positions:
         raise CitevalError(
