@@ -394,7 +394,8 @@ def _trainer(
                     device=reranker.device,
                     batch=(micro_batch, accumulation),
                     save_steps=settings.eval_steps,
-                    logging_steps=logging_steps,
+                    # The training loss at least at every validation point.
+                    logging_steps=min(logging_steps, settings.eval_steps),
                     # CrossEncoder's collator hands the texts on; its loss tokenizes them.
                     collator_tokenizes=False,
                 ),

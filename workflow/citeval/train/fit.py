@@ -351,7 +351,8 @@ def train_encoder(
                     device=model.device,
                     batch=(micro_batch, accumulation),
                     save_steps=settings.eval_steps,
-                    logging_steps=logging_steps,
+                    # The training loss at least at every validation point.
+                    logging_steps=min(logging_steps, settings.eval_steps),
                 ),
                 **evaluation_arguments(settings.eval_steps, MAP_KEY, resuming=resume is not None),
             },
