@@ -131,6 +131,7 @@ rule encode_local_queries:
         spec=model_spec_json,
         settings=encode_settings("query", num_shards=1),
         query_papers=lambda wildcards: LAYOUT.query_papers(wildcards.split),
+        trained=trained_arguments(PLAN.local.trained_models),
         query_ids=lambda wildcards: LAYOUT.query_ids(wildcards.split),
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
@@ -142,6 +143,7 @@ rule local_tables:
     input:
         metrics=lambda wildcards: PLAN.local.metrics(wildcards.split).values(),
         samples=lambda wildcards: LAYOUT.sample_dir(LOCAL_SETUP, wildcards.split),
+        trained=list(PLAN.local.trained_models.values()),
     output:
         tsv=report_item(LAYOUT.table("local_{split}"), "local_table", "Tables"),
         markdown=LAYOUT.table("local_{split}", "md"),
@@ -167,7 +169,8 @@ rule local_tables:
         settings=settings(stages.LOCAL_TABLES),
     shell:
         "python -m citeval.local tables {params.metrics} --query-papers {params.query_papers:q} "
-        "--title {params.title:q} {params.settings} --output {output.tsv:q} 2> {log:q}"
+        "--title {params.title:q} {params.settings} {params.trained} --output {output.tsv:q} "
+        "2> {log:q}"
 
 
 if PLAN.local.reranker:

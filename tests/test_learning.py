@@ -223,3 +223,13 @@ def test_the_schemas_heads_and_losses_are_the_codes() -> None:
     rerank = schema_node("rerank")["properties"]
     assert sorted(rerank["head"]["enum"]) == sorted(HEADS)
     assert sorted(rerank["train"]["properties"]["loss"]["enum"]) == sorted(LOSSES)
+
+
+def test_the_local_tables_name_the_local_tasks_trained_models() -> None:
+    with open("config/config.yaml", encoding="utf-8") as handle:
+        plan = Plan.from_config(load_config(yaml.safe_load(handle)))
+    # The prefetcher by its name, the local reranker by the name its rows carry.
+    assert plan.local.trained_models == {
+        "minilm_local": plan.layout.trained("minilm_local", "model"),
+        "ce": plan.layout.local_reranker_model("ce"),
+    }

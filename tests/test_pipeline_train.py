@@ -108,3 +108,5 @@ def test_every_trained_model_has_its_validation_curve_in_the_tables(trained_run)
     assert (trained_run / "tables" / "plots" / "learning.png").stat().st_size > 0
     table1 = (trained_run / "tables" / "table1_dataset_level.md").read_text()
     assert ("Not learned:** tiny_scincl" in table1) != verdicts["tiny_scincl"]
+    local = (trained_run / "tables" / "local_test.md").read_text()
+    assert ("Not learned:** ce " in local) != verdicts["ce (local task)"]

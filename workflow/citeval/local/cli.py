@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from citeval.cli import positive_int, require_unique, run_cli
+from citeval.learning import add_trained_argument, not_learned
 from citeval.local.oracle import write_oracle_run
 from citeval.local.sample import sample_local
 from citeval.local.tables import local_table
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_argument("--query-papers", required=True, help="samples/local-<split>/query_papers")
     tables.add_argument("--output", required=True, help="tables/local_<split>.tsv")
     tables.add_argument("--title", required=True)
+    add_trained_argument(tables)
     LOCAL_TABLES.add_to(tables)
     return parser
 
@@ -128,7 +130,13 @@ def command(args: argparse.Namespace) -> None:
         args.baseline, permutations=args.permutations, alpha=args.alpha, seed=args.seed
     )
     local_table(
-        dict(args.metrics), args.query_papers, args.cutoffs, args.output, args.title, settings
+        dict(args.metrics),
+        args.query_papers,
+        args.cutoffs,
+        args.output,
+        args.title,
+        settings,
+        not_learned(args.trained),
     )
 
 

@@ -28,7 +28,7 @@ from citeval.significance import (
     format_pvalues_tsv,
     table_tests,
 )
-from citeval.table_files import render
+from citeval.table_files import not_learned_notes, render
 
 UNIT = "context"
 
@@ -52,11 +52,14 @@ def local_table(
     output: str | Path,
     title: str,
     settings: Settings | None = None,
+    not_learned: Mapping[str, str] | None = None,
 ) -> None:
     """Write ``output`` (TSV: granularity, model, measures), its ``.md`` and, with
     ``settings``, its ``_pvalues.tsv``.
 
-    ``metrics`` maps each model (in row order) to its per-query metrics TSV on the split.
+    ``metrics`` maps each model (in row order) to its per-query metrics TSV on the split;
+    ``not_learned`` the trained models that did not learn to their verdicts (a note each
+    under the table when a row names it).
     """
     output = Path(output)
     measures = {m.label: m.name for m in local_table_measures(cutoffs)}
@@ -103,7 +106,7 @@ def local_table(
         )
         tsv_lines += [f"{level}\t{line}" for line in tsv.splitlines()[1:]]
         sections.append(f"#### {level} ({len(ids)} contexts)\n\n{markdown}")
-    notes = []
+    notes = not_learned_notes([[model] for model in models], not_learned or {})
     pvalues = output.with_name(f"{output.stem}_pvalues.tsv")
     if comparisons:
         assert settings is not None

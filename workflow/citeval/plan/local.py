@@ -142,6 +142,20 @@ class Local:
         """The cutoffs the local tables' measures and the trade-off's need."""
         return local_metric_cutoffs(self.config.local.cutoffs, rerank=bool(self.reranker))
 
+    @cached_property
+    def trained_models(self) -> dict[str, str]:
+        """The trained models the local tables' rows name (the prefetchers, and the
+        local reranker under its row name) -> their folders."""
+        layout = self.layout
+        models = {
+            name: layout.trained(name, "model")
+            for name in self.training.models
+            if name in self.models
+        }
+        if self.reranker:
+            models[self.reranker] = layout.local_reranker_model(self.reranker)
+        return models
+
     def metrics(self, split: str) -> dict[str, str]:
         return {
             label: self.layout.metrics(LOCAL_SETUP, split, LOCAL_COLLECTION, run)
