@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from citeval.curves import LEARNED_MARGIN, Curve, read_curve
+from citeval.curves import LEARNED_ALPHA, LEARNED_MARGIN, Curve, read_curve
 from citeval.errors import InputDataError
 from citeval.io import write_text
 from citeval.plots.figures import pyplot, save_png
@@ -106,7 +106,8 @@ def write_learning(models: Sequence[Trained], tables_dir: Path, plot: Path) -> N
         "Validation: each model's held-out training queries (never a test or validation query "
         "of the tables) rank their cited papers at step 0 and at every checkpoint; the kept "
         "checkpoint is the best (step 0 included). A model learned when it beats step 0 by "
-        f"at least {100 * LEARNED_MARGIN:.0f} MAP point.",
+        f"at least {100 * LEARNED_MARGIN:.0f} MAP point and a one-sided paired randomization "
+        f"test over the held-out queries gives p <= {LEARNED_ALPHA}.",
         *(f"\n{note}" for note in not_learned_notes(models)),
     ]
     write_text("\n".join(markdown) + "\n", tables_dir / f"{TABLE}.md")
