@@ -131,7 +131,6 @@ rule encode_local_queries:
         spec=model_spec_json,
         settings=encode_settings("query", num_shards=1),
         query_papers=lambda wildcards: LAYOUT.query_papers(wildcards.split),
-        trained=trained_arguments(PLAN.local.trained_models),
         query_ids=lambda wildcards: LAYOUT.query_ids(wildcards.split),
     shell:
         "python -m citeval.encode --model {wildcards.dense_model:q} --model-json {params.spec} "
@@ -167,6 +166,7 @@ rule local_tables:
             f"(citing papers of {PLAN.local.query_year})"
         ),
         settings=settings(stages.LOCAL_TABLES),
+        trained=trained_arguments(PLAN.local.trained_models),
     shell:
         "python -m citeval.local tables {params.metrics} --query-papers {params.query_papers:q} "
         "--title {params.title:q} {params.settings} {params.trained} --output {output.tsv:q} "
