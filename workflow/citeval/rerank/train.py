@@ -2,7 +2,7 @@
 
     python -m citeval.rerank train --run RUN.trec --qrels QRELS.qrels [--run ... --qrels ...] \
         --papers corpus/papers --output-dir OUT --seed SEED [settings] \
-        [--save-steps N] [--logging-steps N] [--keep-checkpoints]
+        [--logging-steps N] [--keep-checkpoints]
 
 The settings (``--base-model``, ``--top``, ``--learning-rate``, ...) are the config keys
 of :data:`citeval.stages.RERANK_TRAIN`, with the schema's defaults (:mod:`citeval.rerank.cli`).
@@ -20,14 +20,19 @@ the inputs it will see. The training set is a ``datasets.Dataset`` of (query tex
 candidate text, label) rows.
 
 Optimisation. sentence-transformers' ``CrossEncoderTrainer`` (transformers' ``Trainer``)
-runs the loop: binary cross-entropy on the logit
-(``sentence_transformers.cross_encoder.losses.BinaryCrossEntropyLoss``); AdamW
+runs the loop: the loss of :data:`LOSSES` (the paper's: binary cross-entropy on the logit,
+``sentence_transformers.cross_encoder.losses.BinaryCrossEntropyLoss``; or ListNet or
+RankNet over each query's candidates) on the head of :mod:`citeval.rerank.heads`; AdamW
 (``adamw_torch``: β 0.9, 0.999, ε 1e-8, decoupled weight decay on every weight but biases
 and LayerNorm), linear warm-up then linear decay to 0, gradient norm clipped at 1.0,
 float16 mixed precision on CUDA only; dropout set in the model config (hidden, attention,
 classifier). The paper's values are the schema's defaults: learning rate 3e-6, weight
 decay 0.01, dropout 0.1, 10,000 warm-up steps, batch 128, about one epoch. ``--max-steps``
 N >= 1 overrides ``--epochs``; -1 lets the epochs decide.
+
+Validation. A seeded ``--validation-fraction`` of the training queries is held out; each
+ranks its cited papers among its first stage's top ``--top`` at step 0 and at every
+checkpoint, and the best point (step 0 included) is the model (:mod:`citeval.curves`).
 
 Determinism. The classifier head is drawn after ``torch.manual_seed(seed)``; the trainer's
 ``seed`` and ``data_seed`` are the seed, so each epoch's order is a permutation seeded by
@@ -38,15 +43,17 @@ give the same ``model.safetensors``, byte for byte, whether or not the run was r
 
 Output folder (``--output-dir OUT``):
 
-* ``OUT/checkpoints/checkpoint-<step>/`` every ``--save-steps`` steps (transformers'
-  checkpoint: model, optimizer, scheduler, RNG states, trainer state); only the latest is
-  kept. ``OUT/checkpoints/fingerprint.json`` records the settings and pairs they were
-  written with. A restarted job resumes from the latest complete checkpoint
+* ``OUT/checkpoints/checkpoint-<step>/`` every ``--eval-steps`` steps, each a validation
+  point (:mod:`citeval.curves`; transformers' checkpoint: model, optimizer, scheduler, RNG
+  states, trainer state); the latest two and the best are kept.
+  ``OUT/checkpoints/fingerprint.json`` records the settings and pairs they were written
+  with. A restarted job resumes from the latest complete checkpoint
   (``transformers.trainer_utils.get_last_checkpoint``; one without ``trainer_state.json``,
   the last file a save writes, was cut short and is removed); its fingerprint must match.
 * ``OUT/model/``: the final CrossEncoder folder (loadable by ``CrossEncoder(path)`` and by
   ``citeval.rerank rerank --model``) with ``training.json`` (pairs, positives, queries,
-  steps, losses per logging step, seconds, settings, the checkpoint it resumed from). It
+  steps, losses per logging step, the validation curve and the kept step, seconds,
+  settings, the checkpoint it resumed from) and the verdict in its model card. It
   is written to a temporary folder and renamed, so its presence means the run finished: a
   finished run is never redone. ``OUT/checkpoints`` is deleted afterwards unless
   ``--keep-checkpoints``.
