@@ -13,8 +13,9 @@ with L2 distance, ξ = 1, AdamW at 2e-5, 2 epochs and an effective batch of 32. 
   (:mod:`citeval.train.inputs`), so memory does not grow with the number of triplets;
 * ``SentenceTransformerTrainer`` runs the loop (AdamW, linear warm-up and decay; on CUDA
   bf16 or fp16 mixed precision, the effective batch split by memory, tokenization in
-  data-loader workers: :mod:`citeval.training`), saves a checkpoint and a validation point every ``eval_steps`` (:mod:`citeval.curves`: the best, step 0 included, is the model)
-  and resumes from the latest complete one, skipping the batches already trained on
+  data-loader workers: :mod:`citeval.training`), saves a checkpoint and a validation
+  point every ``eval_steps`` (:mod:`citeval.curves`: the best, step 0 included, is the
+  model) and resumes from the latest complete one, skipping the batches already trained on
   (checkpoints of other settings or triplets are refused);
 * the finished model is a sentence-transformers folder written atomically to
   ``<output>/model`` with ``training.json``; when that file exists, nothing is redone.
