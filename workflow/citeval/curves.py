@@ -71,18 +71,13 @@ def split_queries(
 
 def evaluation_arguments(eval_steps: int, map_key: str, *, resuming: bool) -> dict[str, Any]:
     """Training-arguments keywords: evaluate at step 0 (a resumed run has that point in
-    its checkpoint's log), every ``eval_steps`` (with a checkpoint each time) and at the
-    end; keep the best checkpoint on disk besides the latest (transformers protects
-    ``best_model_checkpoint`` from rotation)."""
+    its checkpoint's log), every ``eval_steps`` (the trainers checkpoint at the same
+    steps: :func:`citeval.training.loop_arguments`) and at the end; track the best
+    checkpoint, which transformers then keeps on disk besides the latest ones."""
     return {
         "eval_strategy": "steps",
         "eval_steps": eval_steps,
-        "save_steps": eval_steps,
         "eval_on_start": not resuming,
-        # Two, not one: with one, transformers deletes the latest checkpoint at the end
-        # when another is the best, and a job killed before its model folder is written
-        # would redo its last steps. The best is kept besides these.
-        "save_total_limit": 2,
         "metric_for_best_model": map_key,
         "greater_is_better": True,
     }

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from citeval.curves import evaluation_arguments
 from citeval.errors import CitevalError, ConfigError
 from citeval.io import write_json
 
@@ -47,20 +48,23 @@ def loop_arguments(
     *,
     device: Any,
     batch: tuple[int, int],
-    save_steps: int,
     logging_steps: int,
+    validation_metric: str,
+    resuming: bool,
     collator_tokenizes: bool = True,
 ) -> dict[str, Any]:
     """Training-arguments keywords from ``settings`` (``epochs``, ``max_steps``,
-    ``learning_rate``, ``weight_decay``, ``warmup_steps``, ``seed``) and ``batch``
-    (micro-batch, accumulation steps).
+    ``learning_rate``, ``weight_decay``, ``warmup_steps``, ``eval_steps``, ``seed``) and
+    ``batch`` (micro-batch, accumulation steps).
 
     Linear warm-up and decay; the data order and the initialisation follow the seed, so a
     seed gives the same model on the same hardware. On CUDA: bf16 where the card has it,
     else fp16 (mixed precision over float32 weights), and, when the data collator
     tokenizes (``collator_tokenizes``), two data-loader workers that tokenize the next
     batches while the GPU works (the order is the sampler's, in the main process, either
-    way). A checkpoint every ``save_steps``, the latest one kept.
+    way). A checkpoint and a validation point every ``eval_steps``
+    (:func:`citeval.curves.evaluation_arguments`, ``validation_metric`` choosing the best),
+    the training loss logged at least that often.
     """
     on_cuda = device.type == "cuda"
     bf16 = on_cuda and _bf16_supported()
@@ -81,9 +85,13 @@ def loop_arguments(
         "fp16": on_cuda and not bf16,
         "use_cpu": not on_cuda,
         "save_strategy": "steps",
-        "save_steps": save_steps,
-        "save_total_limit": 1,
-        "logging_steps": logging_steps,
+        "save_steps": settings.eval_steps,
+        # Two, not one: with one, transformers deletes the latest checkpoint at the end
+        # when another is the best, and a job killed before its model folder is written
+        # would redo its last steps. The best is kept besides these.
+        "save_total_limit": 2,
+        "logging_steps": min(logging_steps, settings.eval_steps),
+        **evaluation_arguments(settings.eval_steps, validation_metric, resuming=resuming),
         "report_to": "none",
         "dataloader_num_workers": _loader_workers(on_cuda and collator_tokenizes),
         "dataloader_pin_memory": on_cuda,

@@ -76,7 +76,6 @@ from citeval.curves import (
     EVALUATOR_NAME,
     Curve,
     append_card_section,
-    evaluation_arguments,
     per_query_metrics,
     split_queries,
 )
@@ -394,20 +393,17 @@ def _trainer(
 
     def make_trainer(micro_batch: int, accumulation: int) -> Any:
         arguments = CrossEncoderTrainingArguments(
-            **{
-                **loop_arguments(
-                    settings,
-                    str(checkpoints),
-                    device=reranker.device,
-                    batch=(micro_batch, accumulation),
-                    save_steps=settings.eval_steps,
-                    # The training loss at least at every validation point.
-                    logging_steps=min(logging_steps, settings.eval_steps),
-                    # CrossEncoder's collator hands the texts on; its loss tokenizes them.
-                    collator_tokenizes=False,
-                ),
-                **evaluation_arguments(settings.eval_steps, MAP_KEY, resuming=resuming),
-            },
+            **loop_arguments(
+                settings,
+                str(checkpoints),
+                device=reranker.device,
+                batch=(micro_batch, accumulation),
+                logging_steps=logging_steps,
+                validation_metric=MAP_KEY,
+                resuming=resuming,
+                # CrossEncoder's collator hands the texts on; its loss tokenizes them.
+                collator_tokenizes=False,
+            ),
             # The paper's optimizer: Adam(W) with these betas and epsilon, gradients clipped;
             # on CUDA the fused kernel (the same update in one launch).
             optim="adamw_torch_fused" if reranker.device.type == "cuda" else "adamw_torch",

@@ -36,7 +36,6 @@ from citeval.curves import (
     EVALUATOR_NAME,
     Curve,
     append_card_section,
-    evaluation_arguments,
     per_query_metrics,
     split_queries,
 )
@@ -345,18 +344,15 @@ def train_encoder(
 
     def make_trainer(micro_batch: int, accumulation: int) -> Any:
         arguments = SentenceTransformerTrainingArguments(
-            **{
-                **loop_arguments(
-                    settings,
-                    str(checkpoints),
-                    device=model.device,
-                    batch=(micro_batch, accumulation),
-                    save_steps=settings.eval_steps,
-                    # The training loss at least at every validation point.
-                    logging_steps=min(logging_steps, settings.eval_steps),
-                ),
-                **evaluation_arguments(settings.eval_steps, MAP_KEY, resuming=resume is not None),
-            },
+            **loop_arguments(
+                settings,
+                str(checkpoints),
+                device=model.device,
+                batch=(micro_batch, accumulation),
+                logging_steps=logging_steps,
+                validation_metric=MAP_KEY,
+                resuming=resume is not None,
+            ),
             # In-batch negatives: a batch never holds the same text twice (a false
             # negative).
             batch_sampler="no_duplicates" if loss_name == "in_batch" else "batch_sampler",
