@@ -84,12 +84,15 @@ def overlay(name: str, corpus: list[str], scale: float, threads: int) -> dict:
     }
 
 
-def rule_costs(benchmarks: Path) -> dict[str, dict]:
-    """Per rule: jobs, summed wall and CPU seconds, and the largest peak RSS (MB)."""
+def rule_costs(benchmarks: Path, exclude: tuple[str, ...] = ()) -> dict[str, dict]:
+    """Per rule: jobs, summed wall and CPU seconds, and the largest peak RSS (MB), of the
+    benchmark records whose path holds none of the words in ``exclude``."""
     costs: dict[str, dict] = defaultdict(
         lambda: {"jobs": 0, "s": 0.0, "cpu_s": 0.0, "max_rss_mb": 0.0}
     )
     for path in sorted(benchmarks.rglob("*.tsv")):
+        if any(word in str(path) for word in exclude):
+            continue
         with open(path, newline="") as handle:
             rows = list(csv.DictReader(handle, delimiter="\t"))
         if not rows:
