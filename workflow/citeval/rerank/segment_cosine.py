@@ -3,8 +3,7 @@ modules, saved with the model and loaded by their class paths.
 
 * :class:`SegmentTransformer` is the base's Transformer, run with every token type 0:
   a sentence-transformers encoder such as all-MiniLM never saw type 1, and its vectors for
-  a candidate marked type 1 are worse (on the islit corpus's MDCR validation split, the
-  untrained head's random-type MAP is 74.0 with the types as given and 79.7 with type 0).
+  a candidate marked type 1 rank worse (``benchmarks/bench_segment_pooling.py``).
   The given types stay in the features: they tell the head which tokens are whose.
 * :class:`SegmentCosine` scores ``scale · cos(query mean, candidate mean) + shift`` from
   the token vectors, leaving out the special tokens ([CLS], [SEP]), as the base's own
