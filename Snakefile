@@ -31,7 +31,7 @@ include: "rules/metrics.smk"
 include: "rules/mdcr.smk"
 
 
-if PLAN.training.models:
+if PLAN.training.models or PLAN.ltr.names:
 
     include: "rules/train.smk"
 
@@ -39,6 +39,11 @@ if PLAN.training.models:
 if RERANKER or PLAN.local.reranker:
 
     include: "rules/rerank.smk"
+
+
+if PLAN.ltr.names:
+
+    include: "rules/ltr.smk"
 
 
 if PLAN.local.enabled:

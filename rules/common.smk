@@ -11,11 +11,12 @@ from citeval import stages
 from citeval.config import load_config
 from citeval.layout import LOCAL_COLLECTION, LOCAL_SETUP, MDCR_FILES, MDCR_SPLIT_OF_FILE
 from citeval.layout import QUERY_PAPERS, WILDCARDS, oracle_run, reranked_label, reranked_run
-from citeval.systems import BM25, BM25_SYSTEM, EMBEDDINGS, ENCODER, FUSION, RUN
+from citeval.systems import BM25, BM25_SYSTEM, EMBEDDINGS, ENCODER, FUSION, LTR, RUN
 from citeval.systems import RERANKER as RERANKER_KIND
 from citeval.commands import fill_command, fit_sampler_arguments, settings_flags, shell_words
 from citeval.commands import tradeoff_arguments, trained_arguments
 from citeval.plan import Plan, alternatives
+from citeval.plan.ltr import IMPORTANCE as LTR_IMPORTANCE
 from citeval.plan.rerank import TRAIN_SETUP
 from citeval.slurm import install as adjust_slurm_plugin
 
@@ -154,6 +155,30 @@ def output_folder(key=0, levels=1):
         return Path(path).parents[levels - 1]
 
     return folder
+
+
+def input_folder(key):
+    """A params function: the folder of a named input."""
+
+    def folder(wildcards, input):
+        return Path(getattr(input, key)).parent
+
+    return folder
+
+
+def named_flags(flag, paths):
+    """``flag NAME=PATH`` for each system's file, in the given order."""
+    return shell_words(word for name, path in paths.items() for word in (flag, f"{name}={path}"))
+
+
+def ltr_training_inputs(name):
+    files = PLAN.ltr.training_files(name)
+    return {**files, "features": list(files["features"].values())}
+
+
+def ltr_feature_runs(wildcards):
+    where = (wildcards.setup, wildcards.split, collection_of(wildcards))
+    return PLAN.ltr.feature_runs(wildcards.ltr, *where)
 
 
 def report_item(path, caption, category):

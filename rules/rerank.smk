@@ -77,30 +77,6 @@ rule rerank:
 
 if RERANKER:
 
-    rule sample_train:
-        input:
-            filtered=rules.prefilter.output.papers,
-            corpus=rules.ingest_merge.output,
-            exclude=CONFIG.sampling.exclude_query_ids or [],
-        output:
-            split=directory(LAYOUT.sample_dir("dataset", "train")),
-            report=LAYOUT.sample_report("train"),
-        log:
-            LAYOUT.log("sample_train"),
-        benchmark:
-            LAYOUT.timing("sample_train")
-        conda:
-            "../envs/core.yaml"
-        threads: JOBS.threads("sample_train")
-        resources:
-            **JOBS.resources("sample_train"),
-        params:
-            settings=settings(stages.SAMPLE_TRAIN),
-            output_dir=lambda wildcards, output: Path(output.report).parent,
-        shell:
-            "python -m citeval.sample train --filtered {input.filtered:q} --corpus {input.corpus:q} "
-            "--output-dir {params.output_dir:q} {params.settings} --threads {threads} 2> {log:q}"
-
     rule mdcr_score_rerank:
         input:
             unpack(mdcr_files),

@@ -49,3 +49,32 @@ rule embed_ids:
         **JOBS.resources("embed_ids"),
     shell:
         "python -m citeval.sample embed-ids --samples {input:q} --output {output:q} 2> {log:q}"
+
+
+# The training split of the learned second stages (the reranker, ltr): queries of the
+# years before the query year, never a test or validation query.
+if PLAN.training_split:
+
+    rule sample_train:
+        input:
+            filtered=rules.prefilter.output.papers,
+            corpus=rules.ingest_merge.output,
+            exclude=CONFIG.sampling.exclude_query_ids or [],
+        output:
+            split=directory(LAYOUT.sample_dir("dataset", "train")),
+            report=LAYOUT.sample_report("train"),
+        log:
+            LAYOUT.log("sample_train"),
+        benchmark:
+            LAYOUT.timing("sample_train")
+        conda:
+            "../envs/core.yaml"
+        threads: JOBS.threads("sample_train")
+        resources:
+            **JOBS.resources("sample_train"),
+        params:
+            settings=settings(stages.SAMPLE_TRAIN),
+            output_dir=lambda wildcards, output: Path(output.report).parent,
+        shell:
+            "python -m citeval.sample train --filtered {input.filtered:q} --corpus {input.corpus:q} "
+            "--output-dir {params.output_dir:q} {params.settings} --threads {threads} 2> {log:q}"

@@ -112,6 +112,40 @@ def test_a_fusion_of_an_unknown_run_fails():
         load_config(raw)
 
 
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"features": ["bm25", "ghost"]}, r"^ltr\[0\].features: \['ghost'\] are not among"),
+        ({"first_stage": "ltr"}, r"^ltr\[0\].first_stage: 'ltr' is this ltr system itself"),
+        ({"features": ["bm25", "ltr"]}, r"^ltr\[0\].features: 'ltr' is this ltr system itself"),
+        ({"name": "rrf"}, r"^ltr\[0\].name 'rrf' is already a model name"),
+        ({"k": 5000}, r"^ltr\[0\].k 5000 goes deeper than the runs"),
+    ],
+)
+def test_bad_ltr_settings_fail_at_load_naming_the_key(entry, message):
+    raw = _demo()
+    raw["ltr"] = [{"name": "ltr", "first_stage": "bm25", "features": ["bm25", "minilm"], **entry}]
+    with pytest.raises(ConfigError, match=message):
+        load_config(raw)
+
+
+def test_a_fusion_cannot_loop_through_an_ltr_system():
+    """Fusions name earlier systems only, and ltr systems come after them: a fusion of an
+    ltr system's run, which the ltr system reads as a feature, is refused at load."""
+    raw = _demo()
+    raw["ltr"] = [{"name": "ltr", "first_stage": "bm25", "features": ["rrf2"]}]
+    raw["fusion"] = [*raw["fusion"], {"name": "rrf2", "runs": ["bm25", "ltr"]}]
+    with pytest.raises(ConfigError, match=r"^fusion\[1\].runs: \['ltr'\] are not among"):
+        load_config(raw)
+
+
+def test_the_local_task_names_no_ltr_system():
+    raw = _demo()
+    raw["local"]["models"] = [*raw["local"]["models"], "ltr"]
+    with pytest.raises(ConfigError, match=r"^local.models: \['ltr'\]"):
+        load_config(raw)
+
+
 def test_schema_lives_in_the_package_and_config_links_to_it():
     assert SCHEMA_PATH.parent.name == "citeval"
     from pathlib import Path

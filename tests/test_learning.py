@@ -81,7 +81,8 @@ def test_the_kept_point_is_the_best_step_0_included_and_learning_needs_a_margin(
 
     ties = Curve.from_log_history(_history(0.5, 0.6, 0.6), MAP, MRR, queries=12)
     assert ties.kept.step == 10  # the earliest of equal points
-    assert read_curve(json.loads(json.dumps(ties.record()))) == ties
+    back = read_curve(json.loads(json.dumps(ties.record())))
+    assert (back.points, back.queries, back.kept) == (ties.points, ties.queries, ties.kept)
     with pytest.raises(ValueError, match="step-0"):
         Curve.from_log_history(_history(0.5, 0.6, steps=(10, 20)), MAP, MRR, queries=1)
 
@@ -137,14 +138,16 @@ def test_the_plan_tabulates_every_trained_models_curve() -> None:
         raw = yaml.safe_load(handle)
     plan = Plan.from_config(load_config(raw))
     trained = plan.outputs.trained_models
-    assert list(trained) == ["minilm_scincl", "minilm_specter", "minilm_local", "ce",
+    assert list(trained) == ["minilm_scincl", "minilm_specter", "minilm_local", "ltr", "ce",
                              "ce (local task)"]  # fmt: skip
+    assert trained["ltr"] == plan.layout.ltr_model("ltr")
     assert trained["ce"] == plan.layout.reranker_model("ce")
     assert plan.outputs.learning()[0] in plan.outputs.final()
     raw["rerank"]["enabled"] = False
     trained = set(raw["train"]["models"])
     raw["encode"]["models"] = [m for m in raw["encode"]["models"] if m not in trained]
     raw["local"]["enabled"] = False
+    raw["ltr"] = []
     untrained = Plan.from_config(load_config(raw))
     assert untrained.outputs.trained_models == {} and untrained.outputs.learning() == []
 

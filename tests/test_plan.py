@@ -27,7 +27,7 @@ def test_setups_models_and_names(plan):
     assert plan.setups.names == ["dataset", "field"]
     assert plan.systems.first_stages == [
         "bm25", "minilm", "minilm_scincl", "minilm_specter", "minilm_local", "lsa", "bm25okapi",
-        "rrf",
+        "rrf", "ltr",
     ]  # fmt: skip
     assert list(plan.systems.reranked_runs) == ["bm25.ce@10", "bm25.ce@20"]
     assert plan.systems.label("bm25.ce@10") == "bm25>ce@10" and plan.systems.label("rrf") == "rrf"
@@ -45,9 +45,10 @@ def test_wildcard_constraints_match_the_planned_names_only(plan):
     assert re.fullmatch(constraints["fusion"], "rrf")
     # A config without a kind of name plans none of its files.
     raw = demo_raw()
-    raw["fusion"], raw["local"]["models"] = [], ["bm25", "minilm"]
+    raw["fusion"], raw["local"]["models"], raw["ltr"] = [], ["bm25", "minilm"], []
     switched_off = Plan.from_config(load_config(raw))
     assert not re.fullmatch(switched_off.wildcard_constraints()["fusion"], "rrf")
+    assert not re.fullmatch(switched_off.wildcard_constraints()["ltr"], "ltr")
 
 
 def test_query_papers_get_a_store_of_their_own_only_where_prompts_differ(plan, tmp_path):
@@ -125,6 +126,7 @@ def test_users_files_are_read_where_they_are(plan):
         "runs": [{"name": "r", "runs": "/runs/{setup}/{split}/{collection}.trec"}],
     }
     raw["local"]["models"] = ["bm25", "v", "r"]
+    raw["ltr"] = [{"name": "ltr", "first_stage": "bm25", "features": ["bm25", "r"]}]
     files = Plan.from_config(load_config(raw))
     assert files.systems.store_input("v") == "/data/v.parquet"
     assert files.systems.store_source("v", contexts=True) == "/c"
@@ -133,6 +135,8 @@ def test_users_files_are_read_where_they_are(plan):
     )
     # A run system without MDCR scores has no MDCR rows.
     assert "r" not in files.mdcr.models and "v" in files.mdcr.models
+    # Nor has an ltr system reading that run's scores.
+    assert "ltr" not in files.mdcr.models
     assert files.systems.commands("runs") == {}
 
 
@@ -167,8 +171,8 @@ def test_collections_follow_the_config(plan):
 
 
 def test_job_counts_of_the_default_run(plan):
-    # 8 test collections x (8 first stages + 2 reranked runs).
-    assert len(plan.outputs.test_metric_files()) == 80
+    # 8 test collections x (8 first stages, the ltr system + 2 reranked runs).
+    assert len(plan.outputs.test_metric_files()) == 88
     assert plan.mdcr.splits == ["test", "valid"]
     # rep-0 field pools x compared models (the built-in first stages)
     assert len(plan.mdcr.build_runs("test")) == 4 * 6
@@ -178,6 +182,7 @@ def test_job_counts_of_the_default_run(plan):
         "results/demo/samples/dataset-test",
         "results/demo/samples/field-test",
         "results/demo/samples/field-valid",
+        "results/demo/samples/dataset-train",
         "results/demo/samples/local-test",
         "results/demo/samples/local-valid",
     ]
@@ -194,7 +199,30 @@ def test_job_counts_of_the_default_run(plan):
     assert len(outputs) == len(set(outputs))
     assert "results/demo/tables/tradeoff.png" in outputs
     assert "results/demo/tables/plots/mdcr_types.png" in outputs
+    assert "results/demo/tables/plots/ltr_importance.png" in outputs
     assert all(path.startswith("results/demo/") for path in outputs)
+
+
+def test_ltr_trains_on_the_training_split_only(plan):
+    """Its runs, labels and features on the training split: never a test or validation
+    split's file (which the training graph holds out as well)."""
+    files = plan.ltr.training_files("ltr")
+    paths = [files["first_stage"], files["qrels"], *files["features"].values()]
+    assert all("/dataset-train/" in path for path in paths), paths
+    assert files["qrels"] == "results/demo/samples/dataset-train/qrels/pool-3000.rep0.qrels"
+    assert list(files["features"]) == [
+        "bm25", "minilm", "minilm_scincl", "minilm_specter", "lsa", "bm25okapi", "rrf"
+    ]  # fmt: skip
+    # The encoders it reads embed the training split's papers.
+    assert "results/demo/samples/dataset-train" in plan.encoders.sample_dirs
+    assert plan.ltr.settings("ltr") == {
+        "k": 100, "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+        "max_trees": 300, "eval_every": 10, "validation_fraction": 0.2,
+    }  # fmt: skip
+    assert plan.ltr.mdcr_scores("ltr", "test")["rrf"] == "results/demo/mdcr/scores/test/rrf.json"
+    assert plan.ltr.feature_runs("ltr", "field", "test", "g.rep0")["bm25"] == (
+        "results/demo/runs/field-test/g.rep0/bm25.trec"
+    )
 
 
 def test_the_tradeoff_reads_its_first_stages_timings(plan):
@@ -264,8 +292,10 @@ def test_switched_off_parts_plan_nothing():
     raw["rerank"]["enabled"] = False
     raw["encode"]["models"] = ["minilm"]
     raw["local"]["enabled"] = False
+    raw["ltr"] = []
     plan = Plan.from_config(load_config(raw))
     assert plan.systems.reranker is None and plan.systems.reranked_runs == {}
+    assert not plan.training_split and plan.ltr.outputs() == []
     assert plan.mdcr.outputs() == [] and plan.rerank.outputs() == []
     assert plan.training.models == {} and plan.systems.metric_cutoffs == [30]
     assert "results/demo/samples/field-valid" not in plan.encoders.sample_dirs

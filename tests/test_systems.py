@@ -38,20 +38,25 @@ def test_a_config_declares_its_systems_in_table_order():
         ("lsa", "embeddings"),
         ("bm25okapi", "run"),
         ("rrf", "fusion"),
+        ("ltr", "ltr"),
         ("ce", "reranker"),
     ]
     assert systems["rrf"].members == ("bm25", "minilm")
+    assert systems["ltr"].members == (
+        "bm25", "minilm", "minilm_scincl", "minilm_specter", "lsa", "bm25okapi", "rrf"
+    )  # fmt: skip
+    assert systems["ltr"].scores_mdcr
 
 
 def test_each_systems_drift_follows_what_computes_its_numbers():
     """Counting is exact; a model's forward pass is computed; what the pipeline trains (the
-    fine-tuned encoders, the prefetcher, the reranker) is trained; a fusion takes its
-    loosest member's."""
+    fine-tuned encoders, the prefetcher, the reranker, an ltr model) is trained; a fusion
+    takes its loosest member's."""
     drifts = {name: drift.name for name, drift in drift_of(demo_config()).items()}
     assert drifts == {
         "bm25": "exact", "minilm": "computed", "minilm_scincl": "trained",
         "minilm_specter": "trained", "minilm_local": "trained", "lsa": "computed",
-        "bm25okapi": "computed", "rrf": "computed", "ce": "trained",
+        "bm25okapi": "computed", "rrf": "computed", "ltr": "trained", "ce": "trained",
     }  # fmt: skip
     raw = yaml.safe_load(Path("config/config.yaml").read_text(encoding="utf-8"))
     raw["fusion"] = [{"name": "rrf", "runs": ["bm25", "minilm_local"]}]
@@ -65,11 +70,12 @@ def test_every_kind_names_jobs_and_environments_that_exist():
         with open(f"envs/{kind.mdcr_env}.yaml", encoding="utf-8"):
             pass
     assert [k.name for k in KINDS.values() if k.first_stage] == [
-        "bm25", "encoder", "embeddings", "run", "fusion"
+        "bm25", "encoder", "embeddings", "run", "fusion", "ltr"
     ]  # fmt: skip
     assert not RERANKER.first_stage and ENCODER.embeds and FUSION.combines and BM25.single
-    # A user's system is evaluated on MDCR but never shapes it; a run's scores are imported.
-    assert [k.name for k in KINDS.values() if not k.shapes_mdcr] == ["embeddings", "run"]
+    # A user's system and a learned combination are evaluated on MDCR but never shape it; a
+    # run's scores are imported.
+    assert [k.name for k in KINDS.values() if not k.shapes_mdcr] == ["embeddings", "run", "ltr"]
     assert EMBEDDINGS.embeds and RUN.mdcr_score is None
 
 

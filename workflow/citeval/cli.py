@@ -7,6 +7,7 @@ import logging
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from citeval.errors import CitevalError
 from citeval.memory import memory_bytes
@@ -53,6 +54,14 @@ def memory_size(text: str) -> str:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
+
+
+def named_path(text: str) -> tuple[str, Path]:
+    """argparse type for ``NAME=PATH`` (a system's file)."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {text!r}")
+    return name, Path(path)
 
 
 def run_tag(text: str) -> str:

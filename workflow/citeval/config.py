@@ -217,6 +217,23 @@ class Fusion(Section):
     k: int
 
 
+class LtrTrain(Section):
+    learning_rate: float
+    num_leaves: int
+    min_data_in_leaf: int
+    max_trees: int
+    eval_every: int
+    validation_fraction: float
+
+
+class Ltr(Section):
+    name: str
+    first_stage: str
+    features: list[str]
+    k: int
+    train: LtrTrain
+
+
 # --- tables ------------------------------------------------------------------------
 
 
@@ -406,6 +423,7 @@ class Config(Section):
     systems: Systems
     faiss: Faiss
     fusion: list[Fusion]
+    ltr: list[Ltr]
     tables: Tables
     mdcr: Mdcr
     rerank: Rerank
@@ -591,6 +609,20 @@ def _unknown(where: str, names: list[str], known: list[str]) -> None:
         raise ConfigError(f"{where}: {missing} are not among {known}")
 
 
+def _check_ltr(where: str, ltr: Ltr, earlier: list[str], depth: int) -> None:
+    """An ltr entry names earlier systems only, so no chain of systems can loop."""
+    if ltr.name in earlier:
+        raise ConfigError(f"{where}.name {ltr.name!r} is already a model name")
+    for key, names in (("first_stage", [ltr.first_stage]), ("features", ltr.features)):
+        if ltr.name in names:
+            raise ConfigError(f"{where}.{key}: {ltr.name!r} is this ltr system itself")
+        _unknown(f"{where}.{key}", names, earlier)
+    if len(set(ltr.features)) != len(ltr.features):
+        raise ConfigError(f"{where}.features names a system twice: {ltr.features}")
+    if ltr.k > depth:
+        raise ConfigError(f"{where}.k {ltr.k} goes deeper than the runs (retrieval.k {depth})")
+
+
 def _check_own_system(where: str, entry: EmbeddingsSystem | RunSystem) -> None:
     """A user's system names its files or the command that writes them, never both."""
     files_key = "store" if isinstance(entry, EmbeddingsSystem) else "runs"
@@ -648,6 +680,11 @@ def check_config(config: Config) -> None:
             raise ConfigError(f"fusion[{index}].name {fusion.name!r} is already a model name")
         _unknown(f"fusion[{index}].runs", fusion.runs, first_stages)
         first_stages.append(fusion.name)
+    # The local task has no ltr system (docs/ltr.md): its keys name the others only.
+    local_systems = list(first_stages)
+    for index, ltr in enumerate(config.ltr):
+        _check_ltr(f"ltr[{index}]", ltr, first_stages, config.retrieval.k)
+        first_stages.append(ltr.name)
     rerank = config.rerank
     if rerank.enabled:
         _unknown("rerank.first_stages", rerank.first_stages, first_stages)
@@ -666,7 +703,7 @@ def check_config(config: Config) -> None:
                 "split; set local.enabled"
             )
     if local.enabled:
-        _unknown("local.models", local.models, first_stages)
+        _unknown("local.models", local.models, local_systems)
         for entry in config.systems.embeddings:
             if entry.name in local.models and entry.store is not None and entry.contexts is None:
                 raise ConfigError(
@@ -675,9 +712,9 @@ def check_config(config: Config) -> None:
                 )
         if not local.input.paths:
             raise ConfigError("local.input.paths names no input (full text or curated contexts)")
-        _unknown("local.train.first_stage", [local.train.first_stage], first_stages)
+        _unknown("local.train.first_stage", [local.train.first_stage], local_systems)
         if local.rerank.enabled:
-            _unknown("local.rerank.first_stages", local.rerank.first_stages, first_stages)
+            _unknown("local.rerank.first_stages", local.rerank.first_stages, local_systems)
             if max(local.rerank.ks) > local.k:
                 raise ConfigError(
                     f"local.rerank.ks {local.rerank.ks} go deeper than local.k {local.k}"

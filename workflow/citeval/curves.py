@@ -98,6 +98,9 @@ class Curve:
 
     points: tuple[Point, ...]
     queries: int
+    # The step a trainer kept where it cannot keep step 0 (a LambdaMART model always has
+    # trees); None: the best point, the earliest on ties.
+    kept_at: int | None = None
 
     @classmethod
     def from_log_history(
@@ -135,6 +138,8 @@ class Curve:
 
     @property
     def kept(self) -> Point:
+        if self.kept_at is not None:
+            return next(point for point in self.points if point.step == self.kept_at)
         best = max(point.map for point in self.points)
         return next(point for point in self.points if point.map == best)
 
@@ -256,4 +261,4 @@ def read_curve(record: dict[str, Any]) -> Curve:
         )
         for p in record["curve"]
     )
-    return Curve(points, int(record["queries"]))
+    return Curve(points, int(record["queries"]), kept_at=int(record["kept_step"]))

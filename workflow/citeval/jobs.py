@@ -86,6 +86,12 @@ NEEDS: dict[str, Need] = {
     "rerank_train": Need(720, 8000, threaded=True, model=True),
     "rerank": _MODEL,
     "rerank_tradeoff": _FAN_IN,
+    # learning to rank: one thread (deterministic trees); the training graph's citing years
+    # of the candidates and the runs' top k are held in memory.
+    "ltr_train": Need(60, 4000),
+    "ltr_rank": Need(60, 4000),
+    "mdcr_score_ltr": Need(60, 4000),
+    "ltr_importance": _FAN_IN,
     # encoders trained on the citation graph
     "train_graph": Need(60, 4000, threaded=True),
     "train_graph_embedding": Need(240, 8000, threaded=True),

@@ -210,6 +210,10 @@ class Layout:
     def reranker_model(self, reranker: str) -> str:
         return f"{self.root}/rerank/{reranker}/model"
 
+    def ltr_model(self, name: str) -> str:
+        """A learning-to-rank system's folder: ``model.txt`` and ``training.json``."""
+        return f"{self.root}/ltr/{name}/model"
+
     def rerank_timing(
         self, reranker: str, setup: str, split: str, collection: str, first_stage: str
     ) -> str:

@@ -16,7 +16,7 @@ pipeline can do with it, and every flow decision asks the kind, never a system's
 
 :func:`systems_of` lists a config's systems in the one order every table and command
 uses: BM25, the encoders (``encode.models``), the user's systems (``systems``), the
-fusions, then the reranker.
+fusions, the learning-to-rank systems (``ltr``), then the reranker.
 Adding a kind is a :class:`SystemKind` entry in :data:`KINDS` plus the rule that writes
 its runs (docs/architecture.md, "Adding a system kind").
 """
@@ -52,8 +52,8 @@ class SystemKind:
     run_jobs: tuple[str, ...]
     # The job group of a collection's chain (retrieval, then metrics) on a cluster.
     chain: str | None
-    # `mdcr score --kind` word (None: its scores are imported), the need of the job that
-    # writes its MDCR scores (citeval.jobs) and its conda env.
+    # `mdcr score --kind` word (None: imported, or written by the kind's own command), the
+    # need of the job that writes its MDCR scores (citeval.jobs) and its conda env.
     mdcr_score: str | None
     mdcr_job: str
     mdcr_env: str
@@ -130,6 +130,21 @@ RUN = SystemKind(
     shapes_mdcr=False,
     drift=COMPUTED,
 )
+# A learning-to-rank second stage (citeval.ltr): it reorders its first stage's top k from
+# its feature systems' runs, so it runs after all of them (its members) and can itself be
+# fused, reranked or a later ltr system's feature; trained, so its numbers drift.
+LTR = SystemKind(
+    name="ltr",
+    run_jobs=("ltr_rank",),
+    chain=None,
+    mdcr_score=None,
+    mdcr_job="mdcr_score_ltr",
+    mdcr_env="core",
+    first_stage=True,
+    combines=True,
+    shapes_mdcr=False,
+    drift=TRAINED,
+)
 RERANKER = SystemKind(
     name="reranker",
     run_jobs=(),
@@ -142,7 +157,7 @@ RERANKER = SystemKind(
 )
 
 KINDS: dict[str, SystemKind] = {
-    kind.name: kind for kind in (BM25, ENCODER, EMBEDDINGS, RUN, FUSION, RERANKER)
+    kind.name: kind for kind in (BM25, ENCODER, EMBEDDINGS, RUN, FUSION, LTR, RERANKER)
 }
 
 # BM25 has one system per config, named after its kind; the others are named by the user.
@@ -183,9 +198,20 @@ def systems_of(config: Config) -> dict[str, System]:
         for entry in config.systems.runs
     ]
     systems += [System(f.name, FUSION, tuple(f.runs)) for f in config.fusion]
+    for entry in config.ltr:
+        members = tuple(dict.fromkeys([entry.first_stage, *entry.features]))
+        scores_mdcr = _ltr_scores_mdcr(config, entry.features, systems)
+        systems.append(System(entry.name, LTR, members, scores_mdcr))
     if config.rerank.enabled:
         systems.append(System(config.rerank.name, RERANKER))
     return {system.name: system for system in systems}
+
+
+def _ltr_scores_mdcr(config: Config, features: list[str], earlier: list[System]) -> bool:
+    """An ltr system scores MDCR's pairs where every feature system does and the
+    benchmark is built from the corpus (its paper features read the corpus's papers)."""
+    scored = {system.name for system in earlier if system.scores_mdcr}
+    return config.mdcr.source == "build" and set(features) <= scored
 
 
 def first_stage_names(systems: Iterable[System]) -> list[str]:
@@ -199,8 +225,8 @@ def drift_of(config: Config) -> dict[str, Drift]:
 
     def drift(name: str) -> Drift:
         system = systems[name]
-        if system.kind.combines:
-            return loosest([drift(member) for member in system.members])
-        return TRAINED if name in config.train.models else system.kind.drift
+        if name in config.train.models:
+            return TRAINED
+        return loosest([system.kind.drift, *(drift(member) for member in system.members)])
 
     return {name: drift(name) for name in systems}

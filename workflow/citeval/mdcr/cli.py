@@ -64,7 +64,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from citeval import stages
-from citeval.cli import positive_int, require_unique, run_cli
+from citeval.cli import named_path, positive_int, require_unique, run_cli
 from citeval.config import schema_node
 from citeval.errors import ConfigError
 from citeval.io import write_json
@@ -245,14 +245,6 @@ def score_command(args: argparse.Namespace) -> None:
     LOG.info("%s: %d pairs scored, wrote %s", args.model, len(scores), args.output)
 
 
-def evaluation_pair(text: str) -> tuple[str, Path]:
-    """argparse type for ``MODEL=PATH``."""
-    model, sep, path = text.partition("=")
-    if not sep or not model or not path:
-        raise argparse.ArgumentTypeError(f"expected MODEL=PATH, got {text!r}")
-    return model, Path(path)
-
-
 def tables_command(args: argparse.Namespace) -> None:
     from citeval.mdcr.tables import write_tables
     from citeval.significance import settings_for
@@ -364,14 +356,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--evaluations",
         required=True,
         nargs="+",
-        type=evaluation_pair,
+        type=named_path,
         help="MODEL=PATH of `evaluate --output` TSVs, in row order",
     )
     tables.add_argument("--output-dir", required=True, type=Path)
     tables.add_argument(
         "--per-query",
         nargs="+",
-        type=evaluation_pair,
+        type=named_path,
         default=[],
         help="MODEL=PATH of `evaluate --per-query-output` TSVs (needed for --baseline)",
     )

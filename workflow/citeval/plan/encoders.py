@@ -10,6 +10,7 @@ from citeval.config import Config
 from citeval.layout import LOCAL_SETUP, Layout
 from citeval.models import ModelSpec, model_prompts
 from citeval.plan.local import Local
+from citeval.plan.ltr import LearningToRank
 from citeval.plan.mdcr import MDCR_SETUP, Mdcr
 from citeval.plan.rerank import TRAIN_SETUP
 from citeval.plan.setups import Setups
@@ -24,19 +25,22 @@ class Encoders:
     systems: Systems
     mdcr: Mdcr
     local: Local
+    ltr: LearningToRank
 
     @cached_property
     def sample_dirs(self) -> list[str]:
         """Sample folders whose pools and queries the encoders embed: every test split, the
         field-level validation split when MDCR builds its validation benchmark, the
-        reranker's training split when its first stage reads embeddings, and the local
+        reranker's training split when its first stage reads embeddings or an ltr system
+        reads an encoder's runs there, and the local
         task's splits its encoders retrieve on."""
         dirs = self.setups.sample_dirs(["test"])
         if "valid" in self.mdcr.splits and self.mdcr.enabled and not self.mdcr.imported:
             dirs.append(self.layout.sample_dir(MDCR_SETUP, "valid"))
-        if self.systems.reranker and self.systems.uses_encoders(
+        reranker_reads = self.systems.reranker and self.systems.uses_encoders(
             self.config.rerank.train.first_stage
-        ):
+        )
+        if reranker_reads or self.ltr.uses_encoders():
             dirs.append(self.layout.sample_dir(TRAIN_SETUP, "train"))
         if self.local.encoders:
             dirs += self.local.sample_dirs()

@@ -12,6 +12,7 @@ import msgspec
 from citeval.config import Config
 from citeval.layout import Layout
 from citeval.plan.local import Local
+from citeval.plan.ltr import LearningToRank
 from citeval.plan.mdcr import Mdcr
 from citeval.plan.rerank import Rerank
 from citeval.plan.setups import Setups
@@ -32,6 +33,7 @@ class Outputs:
     rerank: Rerank
     local: Local
     training: Training
+    ltr: LearningToRank
 
     @cached_property
     def tables(self) -> dict[str, str]:
@@ -65,6 +67,7 @@ class Outputs:
         training.json holds its validation curve."""
         layout = self.layout
         models = {name: layout.trained(name, "model") for name in self.training.models}
+        models |= {name: self.ltr.model(name) for name in self.ltr.names}
         if self.systems.reranker:
             models[self.systems.reranker] = layout.reranker_model(self.systems.reranker)
         if self.local.reranker:
@@ -101,5 +104,6 @@ class Outputs:
             *self.mdcr.outputs(),
             *self.rerank.outputs(),
             *self.local.outputs(),
+            *self.ltr.outputs(),
             *self.learning(),
         ]

@@ -12,6 +12,7 @@ from citeval.jobs import Jobs
 from citeval.layout import LOCAL_SETUP, Layout
 from citeval.plan.encoders import Encoders
 from citeval.plan.local import Local
+from citeval.plan.ltr import LearningToRank
 from citeval.plan.mdcr import Mdcr
 from citeval.plan.outputs import Outputs
 from citeval.plan.patterns import alternatives
@@ -19,7 +20,7 @@ from citeval.plan.rerank import Rerank
 from citeval.plan.setups import Setups
 from citeval.plan.systems import Systems
 from citeval.plan.training import Training
-from citeval.systems import FUSION
+from citeval.systems import FUSION, LTR
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,18 @@ class Plan:
         return Rerank(self.config, self.layout, self.setups, self.systems)
 
     @cached_property
+    def ltr(self) -> LearningToRank:
+        return LearningToRank(self.config, self.layout, self.systems, self.rerank)
+
+    @cached_property
     def local(self) -> Local:
         return Local(self.config, self.layout, self.systems, self.training, self.shards)
 
     @cached_property
     def encoders(self) -> Encoders:
-        return Encoders(self.config, self.layout, self.setups, self.systems, self.mdcr, self.local)
+        return Encoders(
+            self.config, self.layout, self.setups, self.systems, self.mdcr, self.local, self.ltr
+        )
 
     @cached_property
     def outputs(self) -> Outputs:
@@ -79,7 +86,14 @@ class Plan:
             self.rerank,
             self.local,
             self.training,
+            self.ltr,
         )
+
+    @cached_property
+    def training_split(self) -> bool:
+        """Whether a learned second stage (the reranker, an ltr system) trains on the
+        dataset-level training split (citeval.plan.rerank.TRAIN_SETUP)."""
+        return bool(self.systems.reranker or self.ltr.names)
 
     @cached_property
     def held_out_sample_dirs(self) -> list[str]:
@@ -103,6 +117,7 @@ class Plan:
             "store": alternatives(systems.stores),
             "imported_run": alternatives(systems.imported_runs),
             "fusion": alternatives(systems.of_kind(FUSION)),
+            "ltr": alternatives(systems.of_kind(LTR)),
             "model": alternatives([*systems.runs, *self.local.rows.values(), *reranker]),
             "first_stage": alternatives(systems.first_stages),
             "trained": alternatives(self.training.models),

@@ -1,0 +1,3 @@
+from citeval.ltr.cli import main
+
+raise SystemExit(main())
