@@ -172,8 +172,10 @@ def named_flags(flag, paths):
 
 
 def ltr_training_inputs(name):
+    """The training split's runs, and its sample folder (the qrels lie inside it)."""
     files = PLAN.ltr.training_files(name)
-    return {**files, "features": list(files["features"].values())}
+    runs = {"first_stage": files["first_stage"], "features": list(files["features"].values())}
+    return {**runs, "samples": LAYOUT.sample_dir(TRAIN_SETUP, "train")}
 
 
 def ltr_feature_runs(wildcards):

@@ -26,11 +26,12 @@ rule ltr_train:
         features=lambda wildcards: named_flags(
             "--feature", PLAN.ltr.training_files(wildcards.ltr)["features"]
         ),
+        qrels=lambda wildcards: PLAN.ltr.training_files(wildcards.ltr)["qrels"],
         settings=lambda wildcards: settings(stages.LTR_TRAIN, **PLAN.ltr.settings(wildcards.ltr)),
         graph=input_folder("graph"),
     shell:
         "python -m citeval.ltr train --name {wildcards.ltr:q} --first-stage {params.first_stage} "
-        "{params.features} --qrels {input.qrels:q} --papers {input.corpus:q}/papers "
+        "{params.features} --qrels {params.qrels:q} --papers {input.corpus:q}/papers "
         "--graph {params.graph:q} --output-dir {output:q} {params.settings} 2> {log:q}"
 
 

@@ -26,10 +26,7 @@ rule tables:
         setups=shell_words(PLAN.setups.names),
         models=shell_words(PLAN.systems.label(model) for model in PLAN.systems.runs),
         rerank_models=shell_words(
-            ["--rerank-models", *CONFIG.rerank.first_stages]
-            + [PLAN.systems.label(model) for model in PLAN.systems.reranked_runs]
-            if RERANKER
-            else []
+            ["--rerank-models", *PLAN.systems.rerank_table_rows] if RERANKER else []
         ),
         settings=settings(stages.TABLES),
         trained=trained_arguments(PLAN.outputs.trained_models),

@@ -229,13 +229,18 @@ def test_the_tradeoff_reads_its_first_stages_timings(plan):
     assert plan.rerank.train_collection == "pool-3000.rep0"
     assert plan.rerank.tradeoff_collection == "pool-800.rep0"
     rows = [(row.first_stage, row.k) for row in plan.rerank.tradeoff.rows]
-    assert rows == [("bm25", 0), ("bm25", 10), ("bm25", 20)]
-    assert plan.rerank.tradeoff.first_stage_timings == {
-        "bm25": ["results/demo/timings/bm25_search/dataset-test/pool-800.rep0.tsv"]
-    }
+    # The ltr system is a point of its own: its run's cost against its effectiveness.
+    assert rows == [("bm25", 0), ("bm25", 10), ("bm25", 20), ("ltr", 0)]
+    timings = plan.rerank.tradeoff.first_stage_timings
+    assert timings["bm25"] == ["results/demo/timings/bm25_search/dataset-test/pool-800.rep0.tsv"]
     fused = plan.systems.run_timings("rrf", ("dataset-test", "pool-800.rep0"))
     assert fused[-1] == "results/demo/timings/fuse/dataset-test/pool-800.rep0/rrf.tsv"
     assert len(fused) == 3  # bm25's search, minilm's retrieval, the fusion
+    # Every job its features need, each once (BM25 is the first stage, a feature and a
+    # member of rrf), then its own.
+    assert timings["ltr"][-1] == "results/demo/timings/ltr_rank/dataset-test/pool-800.rep0/ltr.tsv"
+    assert len(timings["ltr"]) == len(set(timings["ltr"])) == 8
+    assert plan.systems.rerank_table_rows == ["bm25", "ltr", "bm25>ce@10", "bm25>ce@20"]
 
 
 def test_the_local_task_of_the_default_run(plan):

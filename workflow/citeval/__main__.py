@@ -25,6 +25,7 @@ STAGES = {
     "mdcr": "MDCR: build, score, evaluate, tables",
     "contexts": "local citation contexts: extract per file, merge against the corpus",
     "rerank": "cross-encoder: train, rerank, trade-off",
+    "ltr": "learning to rank (LambdaMART): train, rank, score MDCR, importances",
     "local": "local citation recommendation: samples from contexts, tables",
     "train": "encoders from the citation graph: graph, embed-graph, triplets, fit",
     "tables": "the paper's tables and the provenance record",

@@ -11,6 +11,7 @@ from citeval.config import Config
 from citeval.layout import Layout, reranked_run, split_name
 from citeval.plan.setups import Setups
 from citeval.plan.systems import Systems
+from citeval.systems import LTR
 
 # The reranker trains on a dataset-level training split; HAtten's trade-off is dataset-level.
 TRAIN_SETUP = "dataset"
@@ -53,8 +54,10 @@ def tradeoff(
     first_stages: Sequence[str],
     reranker: str,
     ks: Sequence[int],
+    alone: Sequence[str] = (),
 ) -> Tradeoff:
-    """Each first stage alone (K 0) and reranked at every K, on ``where``."""
+    """Each first stage alone (K 0) and reranked at every K, on ``where``; the ``alone``
+    systems (the learned combinations) as points of their own."""
     setup, split, collection = where
     rows = []
     for first_stage in first_stages:
@@ -63,8 +66,13 @@ def tradeoff(
         for k in ks:
             metrics = layout.metrics(*where, reranked_run(first_stage, reranker, k))
             rows.append(TradeoffRow(first_stage, k, metrics, timing))
+    shown = [*first_stages, *(name for name in alone if name not in first_stages)]
+    rows += [
+        TradeoffRow(name, 0, layout.metrics(*where, name), None)
+        for name in shown[len(first_stages) :]
+    ]
     at = (split_name(setup, split), collection)
-    timings = {name: systems.run_timings(name, at) for name in first_stages}
+    timings = {name: systems.run_timings(name, at) for name in shown}
     return Tradeoff(where, rows, timings)
 
 
@@ -99,6 +107,7 @@ class Rerank:
             self.config.rerank.first_stages,
             self.systems.reranker or "",
             self.systems.rerank_ks,
+            alone=self.systems.of_kind(LTR),
         )
 
     def outputs(self) -> list[str]:

@@ -14,6 +14,7 @@ from citeval.measures import global_metric_cutoffs
 from citeval.systems import (
     EMBEDDINGS,
     ENCODER,
+    LTR,
     RERANKER,
     RUN,
     System,
@@ -173,6 +174,14 @@ class Systems:
         """Every run evaluated on the test collections: first stages, then reranked runs."""
         return [*self.first_stages, *self.reranked_runs]
 
+    @cached_property
+    def rerank_table_rows(self) -> list[str]:
+        """The reranking table's rows: the first stages reranked, the learned combinations
+        (second stages trained on the same split), then the reranked runs' labels."""
+        reranked = [self.label(run) for run in self.reranked_runs]
+        rows = [*self.config.rerank.first_stages, *self.of_kind(LTR), *reranked]
+        return list(dict.fromkeys(rows))
+
     def label(self, run: str) -> str:
         """A run's name in the tables."""
         if run in self.reranked_runs:
@@ -192,12 +201,13 @@ class Systems:
 
     def run_timings(self, name: str, where: tuple[str, str]) -> list[str]:
         """The timing records of the jobs that make a first stage's run in ``where``
-        (``(<setup>-<split>, <collection>)``); a fusion: its members' too."""
+        (``(<setup>-<split>, <collection>)``); a fusion or an ltr system: its members' too."""
         system = self.by_name[name]
         members = [path for member in system.members for path in self.run_timings(member, where)]
         named = [] if system.kind.single else [name]
         own = [self.layout.timing(job, *where, *named) for job in system.kind.run_jobs]
-        return [*members, *own]
+        # Each job once: two members may share one (an ltr system's BM25 and its fusion's).
+        return list(dict.fromkeys([*members, *own]))
 
     # --- the model registry ---------------------------------------------------------
 
