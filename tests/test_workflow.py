@@ -157,6 +157,7 @@ MDCR_RULES = (
 )  # fmt: skip
 TRAIN_RULES = ("train_graph", "train_graph_embedding", "train_triplets", "train_encoder", "encode")
 RERANK_RULES = ("sample_train", "rerank_train", "rerank", "mdcr_score_rerank", "rerank_tradeoff")
+LTR_RULES = ("ltr_train", "ltr_rank", "mdcr_score_ltr", "ltr_importance")
 
 
 def _jobs(stdout: str) -> dict[str, int]:
@@ -188,11 +189,13 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     }
     # 4 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split,
     # which user systems do not shape), the LSA store × 8, and minilm, minilm_local and lsa
-    # on the local test and validation splits; metrics: 8 test collections × 10 rows, and
-    # 2 local splits × 8 rows; the BM25Okapi runs of the 8 test collections and the 2 local
-    # splits are imported.
-    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (62, 14, 96)
-    assert (jobs["external_run"], jobs["import_run"], jobs["import_embeddings"]) == (10, 10, 1)
+    # on the local test and validation splits, and the ltr system's features on the
+    # training pool (three encoders, LSA, rrf and BM25Okapi); metrics: 8 test collections ×
+    # 11 rows, and 2 local splits × 8 rows; the BM25Okapi runs of the 8 test collections,
+    # the training pool and the 2 local splits are imported.
+    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (66, 15, 104)
+    assert (jobs["external_run"], jobs["import_run"], jobs["import_embeddings"]) == (11, 11, 1)
+    assert (jobs["ltr_train"], jobs["ltr_rank"], jobs["mdcr_score_ltr"]) == (1, 8, 2)
     # No encoder has prompts: each paper is embedded once, for queries and candidates.
     assert "encode_query_papers" not in jobs and "--role" not in result.stdout
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
@@ -200,7 +203,7 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
         "mdcr_score_bm25": 2,
         "mdcr_score_dense": 8,  # minilm and the three encoders trained from it
         "mdcr_score_fusion": 2,
-        "mdcr_evaluate": 18,  # bm25, 4 encoders, 2 user systems, rrf, the reranker, per split
+        "mdcr_evaluate": 20,  # bm25, 4 encoders, 2 user systems, rrf, ltr, the reranker, per split
         "mdcr_tables": 1,
     }
     commands = [
@@ -255,8 +258,8 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     assert all("--cutoffs 1 5 10 20 50 100 200 500 1000" in line for line in local)
     (report,) = [line for line in result.stdout.splitlines() if "citeval.tables" in line]
     words = shlex.split(report.removeprefix("Shell command: "))
-    assert words[words.index("--rerank-models") + 1 : words.index("--rerank-models") + 4] == [
-        "bm25", "bm25>ce@10", "bm25>ce@20",
+    assert words[words.index("--rerank-models") + 1 : words.index("--rerank-models") + 5] == [
+        "bm25", "ltr", "bm25>ce@10", "bm25>ce@20",
     ]  # fmt: skip
     assert "bm25>ce@20" in words[words.index("--models") + 1 : words.index("--rerank-models")]
     disabled = workdir / "no-mdcr.yaml"
@@ -267,12 +270,15 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
                 "rerank": {"enabled": False},
                 "encode": {"models": ["minilm"]},
                 "local": {"enabled": False},
+                "ltr": [],
             }
         )
     )
     result = snakemake(workdir, "-n", "--cores", "2", "--configfile", str(disabled))
     assert result.returncode == 0, result.stderr
-    assert not set(_jobs(result.stdout)) & {*MDCR_RULES, *RERANK_RULES, *TRAIN_RULES[:-1]}
+    assert not set(_jobs(result.stdout)) & {
+        *MDCR_RULES, *RERANK_RULES, *TRAIN_RULES[:-1], *LTR_RULES
+    }  # fmt: skip
 
 
 ACM_CR = REPO.parent / "shared" / "data" / "acm-cr"
@@ -307,6 +313,7 @@ def test_import_mode_scores_the_given_files_without_building(workdir):
         "rerank": {"enabled": False},  # its training needs the corpus, not just the files
         "encode": {"models": ["minilm"]},  # so does training an encoder
         "local": {"enabled": False},
+        "ltr": [],  # and the ltr features (citation counts, years)
         "mdcr": {"source": "import", "import": {"test": {"benchmark": str(benchmark),
                                                         "data": str(data)}}},
     }  # fmt: skip
@@ -355,8 +362,9 @@ def test_differing_prompts_embed_the_query_papers_apart(workdir):
     result = snakemake(workdir, "-n", "-p", "--cores", "2", *extra)
     assert result.returncode == 0, result.stderr
     # minilm and the three encoders trained from it (they inherit its entry) x the
-    # dataset and field test splits and the field validation split (MDCR's).
-    assert _jobs(result.stdout)["encode_query_papers"] == 12
+    # dataset and field test splits and the field validation split (MDCR's), and the
+    # ltr system's three encoders on the training split.
+    assert _jobs(result.stdout)["encode_query_papers"] == 15
     commands = [
         words
         for line in result.stdout.splitlines()
@@ -376,7 +384,7 @@ def test_differing_prompts_embed_the_query_papers_apart(workdir):
     retrieve = [
         w for w in commands if w[2] == "citeval.retrieve" and w[w.index("--tag") + 1] in encoders
     ]
-    assert len(retrieve) == 52
+    assert len(retrieve) == 55  # and the three ltr features on the training pool
     for words in retrieve:
         queries = words[words.index("--query-embeddings") + 1]
         local = "samples/local-" in words[words.index("--queries") + 1]
