@@ -171,11 +171,11 @@ def named_flags(flag, paths):
     return shell_words(word for name, path in paths.items() for word in (flag, f"{name}={path}"))
 
 
-def ltr_training_inputs(name):
+def ltr_training_inputs(name, local=False):
     """The training split's runs, and its sample folder (the qrels lie inside it)."""
-    files = PLAN.ltr.training_files(name)
-    runs = {"first_stage": files["first_stage"], "features": list(files["features"].values())}
-    return {**runs, "samples": LAYOUT.sample_dir(TRAIN_SETUP, "train")}
+    files = PLAN.ltr.training_files(name, local)
+    features = list(files["features"].values())
+    return {"first_stage": files["first_stage"], "features": features, "samples": files["samples"]}
 
 
 def ltr_feature_runs(wildcards):

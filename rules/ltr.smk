@@ -27,21 +27,52 @@ rule ltr_train:
             "--feature", PLAN.ltr.training_files(wildcards.ltr)["features"]
         ),
         qrels=lambda wildcards: PLAN.ltr.training_files(wildcards.ltr)["qrels"],
+        queries="",
         settings=lambda wildcards: settings(stages.LTR_TRAIN, **PLAN.ltr.settings(wildcards.ltr)),
         graph=input_folder("graph"),
     shell:
         "python -m citeval.ltr train --name {wildcards.ltr:q} --first-stage {params.first_stage} "
         "{params.features} --qrels {params.qrels:q} --papers {input.corpus:q}/papers "
-        "--graph {params.graph:q} --output-dir {output:q} {params.settings} 2> {log:q}"
+        "{params.queries} --graph {params.graph:q} --output-dir {output:q} {params.settings} "
+        "2> {log:q}"
+
+
+# The local task's model of an ltr system that local.models lists: the same features, on
+# the local training split's contexts.
+use rule ltr_train as ltr_train_local with:
+    input:
+        unpack(lambda wildcards: ltr_training_inputs(wildcards.ltr, local=True)),
+        corpus=rules.ingest_merge.output,
+        graph=rules.train_graph.output.edges,
+    output:
+        directory(LAYOUT.ltr_model("{ltr}", LOCAL_SETUP)),
+    log:
+        LAYOUT.log("ltr_train_local", "{ltr}"),
+    benchmark:
+        LAYOUT.timing("ltr_train_local", "{ltr}")
+    params:
+        first_stage=lambda wildcards, input: shell_words(
+            [f"{PLAN.ltr.entries[wildcards.ltr].first_stage}={input.first_stage}"]
+        ),
+        features=lambda wildcards: named_flags(
+            "--feature", PLAN.ltr.training_files(wildcards.ltr, local=True)["features"]
+        ),
+        qrels=lambda wildcards: PLAN.ltr.training_files(wildcards.ltr, local=True)["qrels"],
+        queries=lambda wildcards: shell_words(
+            ["--query-papers", PLAN.ltr.query_papers(LOCAL_SETUP, "train")]
+        ),
+        settings=lambda wildcards: settings(stages.LTR_TRAIN, **PLAN.ltr.settings(wildcards.ltr)),
+        graph=input_folder("graph"),
 
 
 rule ltr_rank:
     input:
-        model=LAYOUT.ltr_model("{ltr}"),
+        model=lambda wildcards: PLAN.ltr.model(wildcards.ltr, wildcards.setup),
         first_stage=lambda wildcards: PLAN.ltr.first_stage_run(
             wildcards.ltr, wildcards.setup, wildcards.split, collection_of(wildcards)
         ),
         features=lambda wildcards: ltr_feature_runs(wildcards).values(),
+        samples=split_sample_dir,
         corpus=rules.ingest_merge.output,
         graph=rules.train_graph.output.edges,
     output:
@@ -50,19 +81,22 @@ rule ltr_rank:
         LAYOUT.log("ltr_rank", *PER_COLLECTION, "{ltr}"),
     benchmark:
         LAYOUT.timing("ltr_rank", *PER_COLLECTION, "{ltr}")
-    wildcard_constraints:
-        setup="dataset|field",
     conda:
         "../envs/core.yaml"
     resources:
         **JOBS.resources("ltr_rank"),
     params:
         features=lambda wildcards: named_flags("--feature", ltr_feature_runs(wildcards)),
+        queries=lambda wildcards: shell_words(
+            ["--query-papers", PLAN.ltr.query_papers(wildcards.setup, wildcards.split)]
+            if PLAN.ltr.query_papers(wildcards.setup, wildcards.split)
+            else []
+        ),
         graph=input_folder("graph"),
     shell:
         "python -m citeval.ltr rank --model {input.model:q} --run {input.first_stage:q} "
-        "{params.features} --papers {input.corpus:q}/papers --graph {params.graph:q} "
-        "--output {output:q} --tag {wildcards.ltr:q} 2> {log:q}"
+        "{params.features} --papers {input.corpus:q}/papers {params.queries} "
+        "--graph {params.graph:q} --output {output:q} --tag {wildcards.ltr:q} 2> {log:q}"
 
 
 rule mdcr_score_ltr:
@@ -95,7 +129,7 @@ rule mdcr_score_ltr:
 
 rule ltr_importance:
     input:
-        [LAYOUT.ltr_model(name) for name in PLAN.ltr.names],
+        list(PLAN.ltr.models().values()),
     output:
         table=LAYOUT.table(LTR_IMPORTANCE),
         markdown=LAYOUT.table(LTR_IMPORTANCE, "md"),
@@ -110,7 +144,7 @@ rule ltr_importance:
         **JOBS.resources("ltr_importance"),
     params:
         models=shell_words(
-            f"{name}={LAYOUT.ltr_model(name)}/training.json" for name in PLAN.ltr.names
+            f"{name}={folder}/training.json" for name, folder in PLAN.ltr.models().items()
         ),
         table=lambda wildcards, output: Path(output.table).with_suffix(""),
     shell:

@@ -139,10 +139,19 @@ def test_a_fusion_cannot_loop_through_an_ltr_system():
         load_config(raw)
 
 
-def test_the_local_task_names_no_ltr_system():
+def test_the_local_task_trains_and_first_stages_on_no_ltr_system():
+    """An ltr system may be a local row (it trains a local model), not the local task's
+    training or reranking first stage, nor reorder deeper than its runs."""
+    for key in ("train", "rerank"):
+        raw = _demo()
+        raw["local"][key]["first_stage" if key == "train" else "first_stages"] = (
+            "ltr" if key == "train" else ["ltr"]
+        )
+        with pytest.raises(ConfigError, match=rf"^local.{key}.first_stages?: \['ltr'\]"):
+            load_config(raw)
     raw = _demo()
-    raw["local"]["models"] = [*raw["local"]["models"], "ltr"]
-    with pytest.raises(ConfigError, match=r"^local.models: \['ltr'\]"):
+    raw["local"]["k"], raw["local"]["cutoffs"] = 50, [1, 5, 10]
+    with pytest.raises(ConfigError, match=r"^local.models: ltr system 'ltr' reorders 100"):
         load_config(raw)
 
 
@@ -221,6 +230,7 @@ def test_users_systems_take_part_in_fusion_reranking_and_mdcr():
     raw["systems"]["embeddings"].append(STORE)
     raw["systems"]["runs"].append(RUNS)
     raw["fusion"] = [{"name": "rrf", "runs": ["v", "r"]}]
+    raw["local"]["models"] = ["bm25", "minilm"]  # v has no contexts store
     raw["rerank"]["first_stages"] = ["r"]
     raw.setdefault("mdcr", {})["models"] = ["bm25", "v"]
     config = load_config(raw)

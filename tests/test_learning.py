@@ -138,8 +138,8 @@ def test_the_plan_tabulates_every_trained_models_curve() -> None:
         raw = yaml.safe_load(handle)
     plan = Plan.from_config(load_config(raw))
     trained = plan.outputs.trained_models
-    assert list(trained) == ["minilm_scincl", "minilm_specter", "minilm_local", "ltr", "ce",
-                             "ce (local task)"]  # fmt: skip
+    assert list(trained) == ["minilm_scincl", "minilm_specter", "minilm_local", "ltr",
+                             "ltr (local task)", "ce", "ce (local task)"]  # fmt: skip
     assert trained["ltr"] == plan.layout.ltr_model("ltr")
     assert trained["ce"] == plan.layout.reranker_model("ce")
     assert plan.outputs.learning()[0] in plan.outputs.final()
@@ -231,8 +231,10 @@ def test_the_schemas_heads_and_losses_are_the_codes() -> None:
 def test_the_local_tables_name_the_local_tasks_trained_models() -> None:
     with open("config/config.yaml", encoding="utf-8") as handle:
         plan = Plan.from_config(load_config(yaml.safe_load(handle)))
-    # The prefetcher by its name, the local reranker by the name its rows carry.
+    # The prefetcher by its name, the local ltr model and reranker by the names their
+    # rows carry.
     assert plan.local.trained_models == {
         "minilm_local": plan.layout.trained("minilm_local", "model"),
+        "ltr": plan.layout.ltr_model("ltr", "local"),
         "ce": plan.layout.local_reranker_model("ce"),
     }

@@ -237,3 +237,16 @@ def test_importance_table_and_figure(trained, tmp_path):
     rows = (tmp_path / "ltr_importance.tsv").read_text().splitlines()
     assert rows[0] == "model\tfeature\tgain\tshare %" and len(rows) == 1 + 11
     assert (tmp_path / "imp.png").stat().st_size > 0
+
+
+def test_a_context_query_takes_its_citing_papers_year_and_its_own_length(world, tmp_path):
+    from citeval.ltr.features import paper_reader
+
+    contexts = tmp_path / "query_papers"
+    contexts.mkdir()
+    rows = [{"paper_id": "t00:3", "title": "as shown in CIT we", "abstract": "x y",
+             "citing_id": "t00"}]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), contexts / "part-0.parquet")
+    facts, citing = paper_reader(world["graph"], world["papers"], contexts)({"t00:3": ["d000"]})
+    assert facts.years["t00:3"] == 2018 and facts.lengths["t00:3"] == 7
+    assert facts.years["d000"] == 2000 and citing.cited_before("d000", 2018) == 30

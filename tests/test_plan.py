@@ -108,7 +108,8 @@ def test_users_systems_are_imported_evaluated_and_never_shape_mdcr(plan):
     assert plan.encoders.shards("lsa") == ["results/demo/embeddings/lsa/shard-00000.npy"]
     assert "lsa" not in plan.mdcr.build_models and "bm25okapi" not in plan.mdcr.build_models
     assert {"lsa", "bm25okapi"} <= set(plan.mdcr.models)
-    assert plan.local.context_vector_splits("lsa") == ["test", "valid"]
+    # The local ltr model trains on the training split's lsa run: its contexts' vectors too.
+    assert plan.local.context_vector_splits("lsa") == ["test", "valid", "train"]
     assert plan.local.context_vector_splits("bm25okapi") == []
     constraints = plan.wildcard_constraints()
     assert re.fullmatch(constraints["store"], "lsa") and re.fullmatch(
@@ -185,6 +186,7 @@ def test_job_counts_of_the_default_run(plan):
         "results/demo/samples/dataset-train",
         "results/demo/samples/local-test",
         "results/demo/samples/local-valid",
+        "results/demo/samples/local-train",
     ]
     assert plan.encoders.shards("minilm") == ["results/demo/embeddings/minilm/shard-00000.npy"]
     assert plan.held_out_sample_dirs == [
@@ -211,7 +213,8 @@ def test_ltr_trains_on_the_training_split_only(plan):
     assert all("/dataset-train/" in path for path in paths), paths
     assert files["qrels"] == "results/demo/samples/dataset-train/qrels/pool-3000.rep0.qrels"
     assert list(files["features"]) == [
-        "bm25", "minilm", "minilm_scincl", "minilm_specter", "lsa", "bm25okapi", "rrf"
+        "bm25", "minilm", "minilm_scincl", "minilm_specter", "minilm_local", "lsa", "bm25okapi",
+        "rrf",
     ]  # fmt: skip
     # The encoders it reads embed the training split's papers.
     assert "results/demo/samples/dataset-train" in plan.encoders.sample_dirs
@@ -223,6 +226,17 @@ def test_ltr_trains_on_the_training_split_only(plan):
     assert plan.ltr.feature_runs("ltr", "field", "test", "g.rep0")["bm25"] == (
         "results/demo/runs/field-test/g.rep0/bm25.trec"
     )
+    # Listed in local.models, it trains a local model on the local training contexts.
+    assert plan.ltr.local_names == ["ltr"]
+    local = plan.ltr.training_files("ltr", local=True)
+    assert local["qrels"] == "results/demo/samples/local-train/qrels/contexts.rep0.qrels"
+    assert all(
+        "/local-train/" in path for path in [local["first_stage"], *local["features"].values()]
+    )
+    assert plan.ltr.model("ltr", "local") == "results/demo/ltr/ltr/local-model"
+    assert plan.ltr.query_papers("local", "test") == "results/demo/samples/local-test/query_papers"
+    assert plan.ltr.query_papers("dataset", "test") is None
+    assert plan.local.context_vector_splits("minilm_scincl") == ["test", "valid", "train"]
 
 
 def test_the_tradeoff_reads_its_first_stages_timings(plan):
@@ -239,7 +253,7 @@ def test_the_tradeoff_reads_its_first_stages_timings(plan):
     # Every job its features need, each once (BM25 is the first stage, a feature and a
     # member of rrf), then its own.
     assert timings["ltr"][-1] == "results/demo/timings/ltr_rank/dataset-test/pool-800.rep0/ltr.tsv"
-    assert len(timings["ltr"]) == len(set(timings["ltr"])) == 8
+    assert len(timings["ltr"]) == len(set(timings["ltr"])) == 9
     assert plan.systems.rerank_table_rows == ["bm25", "ltr", "bm25>ce@10", "bm25>ce@20"]
 
 
@@ -249,11 +263,22 @@ def test_the_local_task_of_the_default_run(plan):
     }
     assert plan.local.query_year == 2019 and plan.local.splits == ["test", "valid"]
     assert list(plan.local.rows) == [
-        "bm25", "minilm", "minilm_local", "lsa", "bm25okapi", "rrf", "bm25>ce@10", "bm25>ce@20"
+        "bm25", "minilm", "minilm_local", "lsa", "bm25okapi", "rrf", "ltr", "bm25>ce@10",
+        "bm25>ce@20",
     ]  # fmt: skip
     assert plan.local.rows["bm25>ce@20"] == "bm25.ce@20"
-    assert plan.local.runs == ["bm25", "minilm", "minilm_local", "lsa", "bm25okapi", "rrf"]
-    assert plan.local.encoders == ["minilm", "minilm_local", "lsa"]
+    # The ltr row's features run on the local task too.
+    assert plan.local.runs == [
+        "bm25", "minilm", "minilm_scincl", "minilm_specter", "minilm_local", "lsa", "bm25okapi",
+        "rrf", "ltr",
+    ]  # fmt: skip
+    assert plan.local.encoders == [
+        "minilm",
+        "minilm_scincl",
+        "minilm_specter",
+        "minilm_local",
+        "lsa",
+    ]
     assert plan.local.cutoffs == [1, 5, 10, 20, 50, 100, 200, 500, 1000]
     assert plan.metric_cutoffs("local") == plan.local.cutoffs
     assert plan.setups.retrieval_k("local") == 1000 and plan.setups.retrieval_k("dataset") == 500

@@ -188,14 +188,16 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
         "bm25_search": 16,
     }
     # 4 encoders × 12 collections (8 test, 4 field validation for MDCR's validation split,
-    # which user systems do not shape), the LSA store × 8, and minilm, minilm_local and lsa
-    # on the local test and validation splits, and the ltr system's features on the
-    # training pool (three encoders, LSA, rrf and BM25Okapi); metrics: 8 test collections ×
-    # 11 rows, and 2 local splits × 8 rows; the BM25Okapi runs of the 8 test collections,
-    # the training pool and the 2 local splits are imported.
-    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (66, 15, 104)
-    assert (jobs["external_run"], jobs["import_run"], jobs["import_embeddings"]) == (11, 11, 1)
-    assert (jobs["ltr_train"], jobs["ltr_rank"], jobs["mdcr_score_ltr"]) == (1, 8, 2)
+    # which user systems do not shape), the LSA store × 8, the ltr system's features on the
+    # training pool (4 encoders, LSA), and on the local test, validation and training
+    # splits (4 encoders and LSA: 15; the local task's ltr row reads them all); fusions: 12
+    # collections, the training pool and the 3 local splits; metrics: 8 test collections ×
+    # 11 rows, and 2 local splits × 9 rows; BM25Okapi's runs of the 8 test collections, the
+    # training pool and the 3 local splits are imported.
+    assert (jobs["dense_retrieve"], jobs["fuse"], jobs["metrics"]) == (76, 16, 106)
+    assert (jobs["external_run"], jobs["import_run"], jobs["import_embeddings"]) == (12, 12, 1)
+    assert (jobs["ltr_train"], jobs["ltr_train_local"], jobs["ltr_rank"]) == (1, 1, 10)
+    assert jobs["mdcr_score_ltr"] == 2
     # No encoder has prompts: each paper is embedded once, for queries and candidates.
     assert "encode_query_papers" not in jobs and "--role" not in result.stdout
     assert {rule: jobs.get(rule) for rule in MDCR_RULES} == {
@@ -254,7 +256,7 @@ def test_fresh_dry_run_plans_every_job_of_the_default_run(workdir):
     assert sum("bm25.ce@10.trec" in line for line in metrics) == 8
     assert sum("bm25.ce@20.trec" in line for line in metrics) == 8
     assert all("--cutoffs 30 10 20" in line for line in metrics)
-    assert len(local) == 16  # 2 splits x 8 rows (the two users' systems among them)
+    assert len(local) == 18  # 2 splits x 9 rows (the two users' systems and ltr among them)
     assert all("--cutoffs 1 5 10 20 50 100 200 500 1000" in line for line in local)
     (report,) = [line for line in result.stdout.splitlines() if "citeval.tables" in line]
     words = shlex.split(report.removeprefix("Shell command: "))
@@ -362,9 +364,9 @@ def test_differing_prompts_embed_the_query_papers_apart(workdir):
     result = snakemake(workdir, "-n", "-p", "--cores", "2", *extra)
     assert result.returncode == 0, result.stderr
     # minilm and the three encoders trained from it (they inherit its entry) x the
-    # dataset and field test splits and the field validation split (MDCR's), and the
-    # ltr system's three encoders on the training split.
-    assert _jobs(result.stdout)["encode_query_papers"] == 15
+    # dataset and field test splits, the field validation split (MDCR's) and the training
+    # split (the ltr system's features).
+    assert _jobs(result.stdout)["encode_query_papers"] == 16
     commands = [
         words
         for line in result.stdout.splitlines()
@@ -384,7 +386,7 @@ def test_differing_prompts_embed_the_query_papers_apart(workdir):
     retrieve = [
         w for w in commands if w[2] == "citeval.retrieve" and w[w.index("--tag") + 1] in encoders
     ]
-    assert len(retrieve) == 55  # and the three ltr features on the training pool
+    assert len(retrieve) == 64  # with the ltr features on the training pool and local splits
     for words in retrieve:
         queries = words[words.index("--query-embeddings") + 1]
         local = "samples/local-" in words[words.index("--queries") + 1]

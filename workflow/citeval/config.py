@@ -623,6 +623,21 @@ def _check_ltr(where: str, ltr: Ltr, earlier: list[str], depth: int) -> None:
         raise ConfigError(f"{where}.k {ltr.k} goes deeper than the runs (retrieval.k {depth})")
 
 
+def _with_members(names: list[str], config: Config) -> set[str]:
+    """``names`` and every system they combine (fusion members, ltr first stages and
+    features), recursively."""
+    members = {f.name: list(f.runs) for f in config.fusion}
+    members |= {e.name: [e.first_stage, *e.features] for e in config.ltr}
+    found: set[str] = set()
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name not in found:
+            found.add(name)
+            pending += members.get(name, [])
+    return found
+
+
 def _check_own_system(where: str, entry: EmbeddingsSystem | RunSystem) -> None:
     """A user's system names its files or the command that writes them, never both."""
     files_key = "store" if isinstance(entry, EmbeddingsSystem) else "runs"
@@ -680,7 +695,8 @@ def check_config(config: Config) -> None:
             raise ConfigError(f"fusion[{index}].name {fusion.name!r} is already a model name")
         _unknown(f"fusion[{index}].runs", fusion.runs, first_stages)
         first_stages.append(fusion.name)
-    # The local task has no ltr system (docs/ltr.md): its keys name the others only.
+    # The local task's rows may be ltr systems (each trains a local model); its first
+    # stages (training, reranking) are the others.
     local_systems = list(first_stages)
     for index, ltr in enumerate(config.ltr):
         _check_ltr(f"ltr[{index}]", ltr, first_stages, config.retrieval.k)
@@ -703,15 +719,22 @@ def check_config(config: Config) -> None:
                 "split; set local.enabled"
             )
     if local.enabled:
-        _unknown("local.models", local.models, local_systems)
+        _unknown("local.models", local.models, first_stages)
+        ranked = _with_members(local.models, config)
         for entry in config.systems.embeddings:
-            if entry.name in local.models and entry.store is not None and entry.contexts is None:
+            if entry.name in ranked and entry.store is not None and entry.contexts is None:
                 raise ConfigError(
                     f"local.models: {entry.name} ranks contexts by their vectors, but its "
                     "systems.embeddings entry names no contexts store"
                 )
         if not local.input.paths:
             raise ConfigError("local.input.paths names no input (full text or curated contexts)")
+        for ltr in config.ltr:
+            if ltr.name in local.models and ltr.k > local.k:
+                raise ConfigError(
+                    f"local.models: ltr system {ltr.name!r} reorders {ltr.k} candidates, deeper "
+                    f"than the local runs (local.k {local.k})"
+                )
         _unknown("local.train.first_stage", [local.train.first_stage], local_systems)
         if local.rerank.enabled:
             _unknown("local.rerank.first_stages", local.rerank.first_stages, local_systems)

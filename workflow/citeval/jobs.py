@@ -89,6 +89,7 @@ NEEDS: dict[str, Need] = {
     # learning to rank: one thread (deterministic trees); the training graph's citing years
     # of the candidates and the runs' top k are held in memory.
     "ltr_train": Need(60, 4000),
+    "ltr_train_local": Need(60, 4000),
     "ltr_rank": Need(60, 4000),
     "mdcr_score_ltr": Need(60, 4000),
     "ltr_importance": _FAN_IN,

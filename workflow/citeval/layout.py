@@ -210,9 +210,11 @@ class Layout:
     def reranker_model(self, reranker: str) -> str:
         return f"{self.root}/rerank/{reranker}/model"
 
-    def ltr_model(self, name: str) -> str:
-        """A learning-to-rank system's folder: ``model.txt`` and ``training.json``."""
-        return f"{self.root}/ltr/{name}/model"
+    def ltr_model(self, name: str, setup: str | None = None) -> str:
+        """A learning-to-rank system's folder (``model.txt``, ``training.json``): the
+        global task's, or the local task's (``setup`` local), trained on its own split."""
+        folder = "local-model" if setup == LOCAL_SETUP else "model"
+        return f"{self.root}/ltr/{name}/{folder}"
 
     def rerank_timing(
         self, reranker: str, setup: str, split: str, collection: str, first_stage: str

@@ -8,7 +8,7 @@ writes ``OUT/model.txt`` and ``OUT/training.json`` (:mod:`citeval.ltr.model`).
 
     python -m citeval.ltr rank --model OUT --run FIRST_STAGE.trec \\
         --feature bm25=RUN --feature minilm=RUN ... --papers corpus/papers \\
-        --graph train/graph --output LTR.trec [--tag ltr]
+        --graph train/graph --output LTR.trec [--tag ltr] [--query-papers SAMPLE/query_papers]
 
     python -m citeval.ltr score-mdcr --model OUT --benchmark mdcr_test.json \\
         --system-scores bm25=SCORES.json ... --papers corpus/papers --graph train/graph \\
@@ -46,7 +46,7 @@ def _named(args: Sequence[tuple[str, Path]], flag: str) -> dict[str, Path]:
 def _reader(args: argparse.Namespace):
     from citeval.ltr.features import paper_reader
 
-    return paper_reader(args.graph, args.papers)
+    return paper_reader(args.graph, args.papers, getattr(args, "query_papers", None))
 
 
 def train_command(args: argparse.Namespace) -> None:
@@ -124,11 +124,18 @@ def importance_command(args: argparse.Namespace) -> None:
     write_importance(models, args.table, args.plot, args.title)
 
 
-def _add_inputs(parser: argparse.ArgumentParser) -> None:
+def _add_inputs(parser: argparse.ArgumentParser, contexts: bool = True) -> None:
     parser.add_argument("--papers", required=True, type=Path, help="the corpus's papers")
     parser.add_argument(
         "--graph", required=True, type=Path, help="the training graph's folder (train graph)"
     )
+    if contexts:
+        parser.add_argument(
+            "--query-papers",
+            type=Path,
+            default=None,
+            help="the local task's contexts (a sample's query_papers/), when they are the queries",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=SCORES",
     )  # fmt: skip
     mdcr.add_argument("--output", required=True, type=Path)
-    _add_inputs(mdcr)
+    _add_inputs(mdcr, contexts=False)
     mdcr.set_defaults(handler=score_mdcr_command)
 
     importance = commands.add_parser("importance", help="the feature importances")

@@ -54,8 +54,13 @@ CITED_BEFORE = Feature(
     "the candidate's citations in the training graph from papers published before the query's year",
 )
 YEAR = Feature("year", "the candidate's publication year (absent: missing)")
-AGE = Feature("age", "the query's year minus the candidate's (absent: missing)")
-QUERY_LENGTH = Feature("query_length", "words in the query's title and abstract")
+AGE = Feature(
+    "age", "the query's year (a context's: its paper's) minus the candidate's (absent: missing)"
+)
+QUERY_LENGTH = Feature(
+    "query_length",
+    "words in the query's title and abstract (a context: its text and its paper's abstract)",
+)
 CANDIDATE_LENGTH = Feature("candidate_length", "words in the candidate's title and abstract")
 PAPER_FEATURES = (CITED_BEFORE, YEAR, AGE, QUERY_LENGTH, CANDIDATE_LENGTH)
 
@@ -223,16 +228,52 @@ def read_citing_years(
     return CitingYears({paper_id: np.asarray(years) for paper_id, years in grouped.items()})
 
 
+def read_context_facts(
+    query_papers_dir: str | os.PathLike, papers_dir: str | os.PathLike, query_ids: Iterable[str]
+) -> PaperFacts:
+    """The local task's queries: a context's length is its text's and its citing paper's
+    abstract's (``query_papers/``: ``paper_id`` the context id, ``title`` the context,
+    ``citing_id``); its year is its citing paper's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    wanted = pa.array(sorted(set(query_ids)), pa.string())
+    rows = (
+        ds.dataset(str(query_papers_dir), format="parquet")
+        .to_table(
+            columns=["paper_id", "title", "abstract", "citing_id"],
+            filter=pc.field("paper_id").isin(wanted),
+        )
+        .to_pylist()
+    )
+    citing = read_paper_facts(papers_dir, {row["citing_id"] for row in rows})
+    years = {row["paper_id"]: citing.years.get(row["citing_id"]) for row in rows}
+    lengths = {row["paper_id"]: text_length(row["title"], row["abstract"]) for row in rows}
+    return PaperFacts(years, lengths)
+
+
 FeatureReader = Callable[[Candidates], tuple[PaperFacts, CitingYears]]
 
 
-def paper_reader(graph_dir: str | os.PathLike, papers_dir: str | os.PathLike) -> FeatureReader:
+def paper_reader(
+    graph_dir: str | os.PathLike,
+    papers_dir: str | os.PathLike,
+    query_papers_dir: str | os.PathLike | None = None,
+) -> FeatureReader:
     """What the paper features need for a set of candidates, read from the corpus and the
-    training graph."""
+    training graph; the queries from ``query_papers_dir`` where they are contexts."""
 
     def read(candidates: Candidates) -> tuple[PaperFacts, CitingYears]:
         docs = {doc for docs in candidates.values() for doc in docs}
-        facts = read_paper_facts(papers_dir, docs | set(candidates))
+        if query_papers_dir is None:
+            facts = read_paper_facts(papers_dir, docs | set(candidates))
+        else:
+            papers = read_paper_facts(papers_dir, docs)
+            queries = read_context_facts(query_papers_dir, papers_dir, candidates)
+            facts = PaperFacts(
+                {**papers.years, **queries.years}, {**papers.lengths, **queries.lengths}
+            )
         return facts, read_citing_years(graph_dir, papers_dir, docs)
 
     return read

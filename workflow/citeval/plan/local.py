@@ -20,6 +20,7 @@ from citeval.measures import local_metric_cutoffs
 from citeval.plan.rerank import Tradeoff, tradeoff
 from citeval.plan.systems import Systems, reranked_runs
 from citeval.plan.training import Training
+from citeval.systems import LTR
 
 
 @dataclass(frozen=True)
@@ -122,20 +123,30 @@ class Local:
     def encoders(self) -> list[str]:
         return [name for name in self.runs if self.systems.kind(name).embeds]
 
+    @cached_property
+    def ltr_rows(self) -> list[str]:
+        """The ltr systems among the rows: each trains a local model on the training split."""
+        return [name for name in self.models if self.systems.kind(name) is LTR]
+
+    @cached_property
+    def trained_on_training_split(self) -> list[str]:
+        """The systems whose runs on the training split something trains on: the training
+        first stage (the prefetcher's and reranker's) and each local ltr system."""
+        first_stage = [self.config.local.train.first_stage] if self.train_run else []
+        return [*first_stage, *self.ltr_rows]
+
     def context_vector_splits(self, name: str) -> list[str]:
         """The splits whose contexts a system of the local task ranks by their vectors: the
-        evaluated ones, and the training split when its first stage does."""
+        evaluated ones, and the training split when a system trained there reads them."""
         splits = list(self.splits) if name in self.encoders else []
-        first_stage = self.config.local.train.first_stage
-        if self.train_run and name in self.systems.vectors_read_by(first_stage):
+        readers = self.trained_on_training_split
+        if any(name in self.systems.vectors_read_by(reader) for reader in readers):
             splits.append("train")
         return splits
 
     @cached_property
     def embeds_training_split(self) -> bool:
-        return bool(self.train_run) and self.systems.uses_encoders(
-            self.config.local.train.first_stage
-        )
+        return any(self.systems.uses_encoders(name) for name in self.trained_on_training_split)
 
     @cached_property
     def cutoffs(self) -> list[int]:
@@ -152,6 +163,7 @@ class Local:
             for name in self.training.models
             if name in self.models
         }
+        models |= {name: layout.ltr_model(name, LOCAL_SETUP) for name in self.ltr_rows}
         if self.reranker:
             models[self.reranker] = layout.local_reranker_model(self.reranker)
         return models

@@ -1,5 +1,7 @@
 """Learning to rank (citeval.ltr): each ltr system's training files, its feature systems'
-files where it ranks, and the feature-importance outputs."""
+files where it ranks, and the feature-importance outputs. An ltr system that
+``local.models`` lists gets a second model for the local task, trained on the local
+training split's contexts with the same features (docs/ltr.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from citeval.config import Config, Ltr
-from citeval.layout import Layout
+from citeval.layout import LOCAL_COLLECTION, LOCAL_SETUP, QUERY_PAPERS, Layout
 from citeval.plan.rerank import TRAIN_SETUP, Rerank
 from citeval.plan.systems import Systems
 from citeval.stages import LTR_TRAIN
@@ -32,15 +34,37 @@ class LearningToRank:
     def names(self) -> list[str]:
         return list(self.entries)
 
-    def model(self, name: str) -> str:
-        return self.layout.ltr_model(name)
+    @cached_property
+    def local_names(self) -> list[str]:
+        """The ltr systems the local task's rows list (each with a model of its own)."""
+        local = self.config.local
+        return [name for name in self.names if local.enabled and name in local.models]
 
-    def uses_encoders(self) -> bool:
-        """Whether a system an ltr model reads on the training split reads embeddings."""
+    def model(self, name: str, setup: str | None = None) -> str:
+        """The model a setup's runs use: the local task's, or the global one."""
+        return self.layout.ltr_model(name, setup)
+
+    def models(self) -> dict[str, str]:
+        """Every model trained, by its name in the tables and figures -> its folder."""
+        models = {name: self.model(name) for name in self.names}
+        models |= {
+            f"{name} (local task)": self.model(name, LOCAL_SETUP) for name in self.local_names
+        }
+        return models
+
+    def uses_encoders(self, names: list[str] | None = None) -> bool:
+        """Whether a system an ltr model reads on its training split reads embeddings."""
         return any(
-            self.systems.uses_encoders(member) for name in self.names
+            self.systems.uses_encoders(member) for name in (self.names if names is None else names)
             for member in self.systems.members(name)
         )  # fmt: skip
+
+    def query_papers(self, setup: str, split: str) -> str | None:
+        """The local task's contexts (its queries' texts and citing papers); None in the
+        global task, whose queries are the corpus's papers."""
+        if setup != LOCAL_SETUP:
+            return None
+        return f"{self.layout.sample_dir(setup, split)}/{QUERY_PAPERS}"
 
     def feature_runs(self, name: str, setup: str, split: str, collection: str) -> dict[str, str]:
         """Each feature system's run on one collection, in the model's order."""
@@ -52,13 +76,21 @@ class LearningToRank:
     def first_stage_run(self, name: str, setup: str, split: str, collection: str) -> str:
         return self.layout.run(setup, split, collection, self.entries[name].first_stage)
 
-    def training_files(self, name: str) -> dict[str, Any]:
-        """The training split's runs (first stage, features) and qrels."""
-        where = (TRAIN_SETUP, "train", self.rerank.train_collection)
+    def training_where(self, local: bool = False) -> tuple[str, str, str]:
+        """The training collection: the reranker's training pool, or the local task's
+        training contexts."""
+        if local:
+            return (LOCAL_SETUP, "train", LOCAL_COLLECTION)
+        return (TRAIN_SETUP, "train", self.rerank.train_collection)
+
+    def training_files(self, name: str, local: bool = False) -> dict[str, Any]:
+        """The training split's runs (first stage, features), qrels and sample folder."""
+        where = self.training_where(local)
         return {
             "first_stage": self.first_stage_run(name, *where),
             "features": self.feature_runs(name, *where),
             "qrels": self.layout.qrels(*where),
+            "samples": self.layout.sample_dir(*where[:2]),
         }
 
     def mdcr_scores(self, name: str, split: str) -> dict[str, str]:

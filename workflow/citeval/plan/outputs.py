@@ -67,7 +67,7 @@ class Outputs:
         training.json holds its validation curve."""
         layout = self.layout
         models = {name: layout.trained(name, "model") for name in self.training.models}
-        models |= {name: self.ltr.model(name) for name in self.ltr.names}
+        models |= self.ltr.models()
         if self.systems.reranker:
             models[self.systems.reranker] = layout.reranker_model(self.systems.reranker)
         if self.local.reranker:
