@@ -93,10 +93,12 @@ rule ltr_rank:
             else []
         ),
         graph=input_folder("graph"),
+        settings=settings(stages.LTR_APPLY),
     shell:
         "python -m citeval.ltr rank --model {input.model:q} --run {input.first_stage:q} "
         "{params.features} --papers {input.corpus:q}/papers {params.queries} "
-        "--graph {params.graph:q} --output {output:q} --tag {wildcards.ltr:q} 2> {log:q}"
+        "--graph {params.graph:q} --output {output:q} --tag {wildcards.ltr:q} "
+        "{params.settings} 2> {log:q}"
 
 
 rule mdcr_score_ltr:
@@ -121,10 +123,11 @@ rule mdcr_score_ltr:
             "--system-scores", PLAN.ltr.mdcr_scores(wildcards.ltr, wildcards.mdcr_split)
         ),
         graph=input_folder("graph"),
+        settings=settings(stages.LTR_APPLY),
     shell:
         "python -m citeval.ltr score-mdcr --model {input.model:q} "
         "--benchmark {input.benchmark:q} {params.scores} --papers {input.corpus:q}/papers "
-        "--graph {params.graph:q} --output {output:q} 2> {log:q}"
+        "--graph {params.graph:q} --output {output:q} {params.settings} 2> {log:q}"
 
 
 rule ltr_importance:

@@ -124,7 +124,7 @@ def train_args(world, output_dir, *extra):
         "--qrels", str(world["qrels"]), "--papers", str(world["papers"]),
         "--graph", str(world["graph"]), "--output-dir", str(output_dir),
         "--k", "30", "--min-data-in-leaf", "5", "--max-trees", "40", "--eval-every", "5",
-        "--seed", "13", *extra,
+        "--seed", "13", "--memory-limit", "1GB", *extra,
     ]  # fmt: skip
 
 
@@ -141,7 +141,7 @@ def trained(world, tmp_path_factory):
 
 
 def test_the_citing_years_come_from_the_graph(world):
-    citing = read_citing_years(world["graph"], world["papers"], ["d000", "d040"])
+    citing = read_citing_years(world["graph"], world["papers"], ["d000", "d040"], "1GB")
     assert sorted(citing.years) == ["d000"]  # d040 is cited by nobody
     assert len(citing.years["d000"]) == 30
 
@@ -206,7 +206,7 @@ def test_a_model_refuses_other_feature_systems(world, trained, tmp_path):
             TrainedLtr.load(trained),
             world["runs"] / "bm25.trec",
             {"dense": world["runs"] / "dense.trec"},
-            paper_reader(world["graph"], world["papers"]),
+            paper_reader(world["graph"], world["papers"], None, "1GB"),
         )
 
 
@@ -247,6 +247,8 @@ def test_a_context_query_takes_its_citing_papers_year_and_its_own_length(world, 
     rows = [{"paper_id": "t00:3", "title": "as shown in CIT we", "abstract": "x y",
              "citing_id": "t00"}]  # fmt: skip
     pq.write_table(pa.Table.from_pylist(rows), contexts / "part-0.parquet")
-    facts, citing = paper_reader(world["graph"], world["papers"], contexts)({"t00:3": ["d000"]})
+    facts, citing = paper_reader(world["graph"], world["papers"], contexts, "1GB")(
+        {"t00:3": ["d000"]}
+    )
     assert facts.years["t00:3"] == 2018 and facts.lengths["t00:3"] == 7
     assert facts.years["d000"] == 2000 and citing.cited_before("d000", 2018) == 30

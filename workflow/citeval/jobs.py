@@ -86,12 +86,12 @@ NEEDS: dict[str, Need] = {
     "rerank_train": Need(720, 8000, threaded=True, model=True),
     "rerank": _MODEL,
     "rerank_tradeoff": _FAN_IN,
-    # learning to rank: one thread (deterministic trees); the training graph's citing years
-    # of the candidates and the runs' top k are held in memory.
-    "ltr_train": Need(60, 4000),
-    "ltr_train_local": Need(60, 4000),
-    "ltr_rank": Need(60, 4000),
-    "mdcr_score_ltr": Need(60, 4000),
+    # learning to rank: one thread (deterministic trees); DuckDB joins the training graph
+    # within the limit, the candidates' features and citing years are held beside it.
+    "ltr_train": Need(60, 2000, per_memory_limit=1.0),
+    "ltr_train_local": Need(60, 2000, per_memory_limit=1.0),
+    "ltr_rank": Need(60, 2000, per_memory_limit=1.0),
+    "mdcr_score_ltr": Need(60, 2000, per_memory_limit=1.0),
     "ltr_importance": _FAN_IN,
     # encoders trained on the citation graph
     "train_graph": Need(60, 4000, threaded=True),

@@ -86,16 +86,6 @@ MDCR_BUILD = (
 MDCR_SCORE_BM25 = _BM25_PARAMETERS
 MDCR_SCORE_DENSE = StageSettings.of("encode.device")
 MDCR_SCORE_RERANK = _RERANK_SCORING
-LTR_TRAIN = StageSettings.of(
-    "ltr.*.k",
-    "ltr.*.train.learning_rate",
-    "ltr.*.train.num_leaves",
-    "ltr.*.train.min_data_in_leaf",
-    "ltr.*.train.max_trees",
-    "ltr.*.train.eval_every",
-    "ltr.*.train.validation_fraction",
-    "seed",
-)
 MDCR_SCORE_FUSION = StageSettings.of("fusion.*.k")
 MDCR_TABLES = _SIGNIFICANCE
 RERANK_TRAIN = (
@@ -108,16 +98,21 @@ RERANK_TRAIN = (
     + StageSettings.of("rerank.query_tokens", "rerank.candidate_tokens", "rerank.device", "seed")
 )
 RERANK = _RERANK_SCORING
-LTR_TRAIN = StageSettings.of(
-    "ltr.*.k",
-    "ltr.*.train.learning_rate",
-    "ltr.*.train.num_leaves",
-    "ltr.*.train.min_data_in_leaf",
-    "ltr.*.train.max_trees",
-    "ltr.*.train.eval_every",
-    "ltr.*.train.validation_fraction",
-    "seed",
+LTR_TRAIN = (
+    StageSettings.of(
+        "ltr.*.k",
+        "ltr.*.train.learning_rate",
+        "ltr.*.train.num_leaves",
+        "ltr.*.train.min_data_in_leaf",
+        "ltr.*.train.max_trees",
+        "ltr.*.train.eval_every",
+        "ltr.*.train.validation_fraction",
+        "seed",
+    )
+    + _MEMORY
 )
+# Applying a model reads the same paper features (citeval.ltr.features) within the budget.
+LTR_APPLY = _MEMORY
 TRAIN_GRAPH = _MEMORY
 TRAIN_EMBED_GRAPH = StageSettings.section("train.graph_embedding") + StageSettings.of("seed")
 TRAIN_TRIPLETS = (

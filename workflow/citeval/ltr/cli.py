@@ -30,6 +30,7 @@ import argparse
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
 from citeval import stages
@@ -46,7 +47,9 @@ def _named(args: Sequence[tuple[str, Path]], flag: str) -> dict[str, Path]:
 def _reader(args: argparse.Namespace):
     from citeval.ltr.features import paper_reader
 
-    return paper_reader(args.graph, args.papers, getattr(args, "query_papers", None))
+    return paper_reader(
+        args.graph, args.papers, getattr(args, "query_papers", None), args.memory_limit
+    )
 
 
 def train_command(args: argparse.Namespace) -> None:
@@ -64,8 +67,8 @@ def train_command(args: argparse.Namespace) -> None:
     from citeval.trec import read_qrels
 
     start = time.perf_counter()
-    values = stages.LTR_TRAIN.values(args)
-    settings = LtrSettings(**{key.rsplit(".", 1)[-1]: value for key, value in values.items()})
+    by_name = {key.rsplit(".", 1)[-1]: v for key, v in stages.LTR_TRAIN.values(args).items()}
+    settings = LtrSettings(**{field.name: by_name[field.name] for field in fields(LtrSettings)})
     first_name, first_path = args.first_stage
     features = _named(args.feature, "--feature")
     systems = list(features)
@@ -165,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--output", required=True, type=Path)
     rank.add_argument("--tag", default="ltr", type=run_tag)
     _add_inputs(rank)
+    stages.LTR_APPLY.add_to(rank)
     rank.set_defaults(handler=rank_command)
 
     mdcr = commands.add_parser("score-mdcr", help="score every pair of an MDCR benchmark")
@@ -176,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     mdcr.add_argument("--output", required=True, type=Path)
     _add_inputs(mdcr, contexts=False)
+    stages.LTR_APPLY.add_to(mdcr)
     mdcr.set_defaults(handler=score_mdcr_command)
 
     importance = commands.add_parser("importance", help="the feature importances")

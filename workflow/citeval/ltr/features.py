@@ -184,17 +184,22 @@ def read_paper_facts(papers_dir: str | os.PathLike, paper_ids: Iterable[str]) ->
 
 
 def read_citing_years(
-    graph_dir: str | os.PathLike, papers_dir: str | os.PathLike, cited_ids: Iterable[str]
+    graph_dir: str | os.PathLike,
+    papers_dir: str | os.PathLike,
+    cited_ids: Iterable[str],
+    memory_limit: str,
 ) -> CitingYears:
     """The years of the papers citing each of ``cited_ids`` in the training graph
-    (``nodes.parquet``: the row is the node number; ``edges.parquet``: citing, cited)."""
+    (``nodes.parquet``: the row is the node number; ``edges.parquet``: citing, cited),
+    joined by DuckDB within ``memory_limit`` (the config's ``jobs.memory_limit``)."""
     import duckdb
     import pyarrow as pa
 
     from citeval.io import parquet_glob
+    from citeval.memory import duckdb_memory_setting
 
     wanted = pa.table({"paper_id": pa.array(sorted(set(cited_ids)), pa.string())})
-    connection = duckdb.connect()
+    connection = duckdb.connect(config={"memory_limit": duckdb_memory_setting(memory_limit)})
     try:
         connection.register("wanted", wanted)
         rows = connection.execute(
@@ -259,10 +264,12 @@ FeatureReader = Callable[[Candidates], tuple[PaperFacts, CitingYears]]
 def paper_reader(
     graph_dir: str | os.PathLike,
     papers_dir: str | os.PathLike,
-    query_papers_dir: str | os.PathLike | None = None,
+    query_papers_dir: str | os.PathLike | None,
+    memory_limit: str,
 ) -> FeatureReader:
     """What the paper features need for a set of candidates, read from the corpus and the
-    training graph; the queries from ``query_papers_dir`` where they are contexts."""
+    training graph; the queries from ``query_papers_dir`` where they are contexts (None:
+    the corpus's papers)."""
 
     def read(candidates: Candidates) -> tuple[PaperFacts, CitingYears]:
         docs = {doc for docs in candidates.values() for doc in docs}
@@ -274,6 +281,6 @@ def paper_reader(
             facts = PaperFacts(
                 {**papers.years, **queries.years}, {**papers.lengths, **queries.lengths}
             )
-        return facts, read_citing_years(graph_dir, papers_dir, docs)
+        return facts, read_citing_years(graph_dir, papers_dir, docs, memory_limit)
 
     return read
