@@ -71,9 +71,10 @@ def test_paper_features_count_only_citations_from_before_the_query_year():
 # --- a small world: papers, a training graph, runs and qrels -----------------------------
 
 
-def write_world(root, seed=0):
+def write_world(root, seed=0, signal=True):
     """Training queries (2018-2019) whose cited papers BM25 and a second system rank
-    imperfectly, one test query (2021), the corpus's papers and a training graph."""
+    imperfectly, one test query (2021), the corpus's papers and a training graph.
+    Without ``signal`` the cited papers are drawn from every paper and no score knows them."""
     rng = np.random.default_rng(seed)
     docs = [f"d{i:03d}" for i in range(60)]
     cited_often = set(docs[:15])
@@ -104,10 +105,14 @@ def write_world(root, seed=0):
     )
     bm25, dense, qrels = {}, {}, {}
     for query in train_queries:
-        relevant = set(rng.choice(sorted(cited_often), size=3, replace=False))
+        pool = sorted(cited_often) if signal else docs
+        relevant = set(rng.choice(pool, size=3, replace=False))
         qrels[query] = {d: 1 for d in sorted(relevant)}
-        bm25[query] = {d: float(rng.normal()) + (0.8 if d in relevant else 0) for d in docs}
-        dense[query] = {d: float(rng.normal()) + (1.5 if d in relevant else 0) for d in docs[:50]}
+        lift = 1.0 if signal else 0.0
+        bm25[query] = {d: float(rng.normal()) + (0.8 * lift if d in relevant else 0) for d in docs}
+        dense[query] = {
+            d: float(rng.normal()) + (1.5 * lift if d in relevant else 0) for d in docs[:50]
+        }
     runs = root / "runs"
     runs.mkdir()
     write_run(bm25, runs / "bm25.trec", "bm25")
@@ -161,6 +166,22 @@ def test_training_learns_keeps_its_best_trees_and_records_the_curve(trained):
     assert record["held_out_queries"] == 8 and record["training_queries"] == 32
     model = TrainedLtr.load(trained)
     assert model.booster.num_trees() == record["trees"]
+    card = (trained / "README.md").read_text()
+    assert "Reorders the top 30 of `bm25`" in card and "ltr learned" in card
+
+
+def test_a_model_without_signal_to_learn_is_flagged(tmp_path):
+    noise = write_world(_folder(tmp_path / "noise"), seed=3, signal=False)
+    output = tmp_path / "model"
+    assert ltr_cli.main(train_args(noise, output)) == 0
+    record = json.loads((output / TRAINING_FILE).read_text())
+    assert not record["validation"]["learned"]
+    assert "ltr did NOT learn" in (output / "README.md").read_text()
+
+
+def _folder(path):
+    path.mkdir()
+    return path
 
 
 def test_the_same_settings_give_a_byte_identical_model(world, trained, tmp_path):

@@ -90,7 +90,7 @@ def train_command(args: argparse.Namespace) -> None:
         gains=importances(booster, names),
         seconds=time.perf_counter() - start,
     )
-    save(booster, args.output_dir, record)
+    save(booster, args.output_dir, record, args.name, curve)
     LOG.info("wrote %s (%d trees)", args.output_dir, curve.kept.step)
 
 

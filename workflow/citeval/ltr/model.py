@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from citeval.curves import Curve, Point, split_queries
+from citeval.curves import CARD_FILE, Curve, Point, split_queries
 from citeval.errors import ConfigError, InputDataError
-from citeval.io import atomic_path, write_json
+from citeval.io import atomic_path, write_json, write_text
 from citeval.ltr.features import (
     PAPER_FEATURES,
     SYSTEM_FEATURES,
@@ -230,11 +230,11 @@ def importances(booster: Any, names: Sequence[str]) -> dict[str, float]:
 
 
 def save(
-    booster: Any,
-    output_dir: str | os.PathLike,
-    record: dict[str, Any],
+    booster: Any, output_dir: str | os.PathLike, record: dict[str, Any], name: str, curve: Curve
 ) -> None:
-    """``model.txt`` (LightGBM's text model) and ``training.json``, each atomically."""
+    """``model.txt`` (LightGBM's text model), ``training.json`` and the model card
+    (``README.md``: what it reorders, from what, and its validation curve), each
+    atomically."""
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     text = booster.model_to_string()
@@ -242,6 +242,14 @@ def save(
         path.write_text(text, encoding="utf-8")
     record = {**record, "model_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
     write_json(record, folder / TRAINING_FILE)
+    card = (
+        f"# {name}: a LambdaMART second stage (citeval.ltr)\n\n"
+        f"Reorders the top {record['settings']['k']} of `{record['first_stage']}` from the "
+        f"scores and ranks of {', '.join(f'`{s}`' for s in record['feature_systems'])} and "
+        f"the candidates' citation counts, years and lengths; {record['trees']} trees "
+        f"(LightGBM {record['lightgbm']['version']})."
+    )
+    write_text(card + curve.card_section(name), folder / CARD_FILE)
 
 
 def training_record(
