@@ -25,11 +25,12 @@ ENCODERS = ["tiny", "tiny_scincl", "minilm", "minilm_local"]
 TRAINED = ["tiny_scincl"]
 PREFETCHER = "minilm_local"
 USER_SYSTEMS = ["lsa", "bm25okapi"]
-FIRST_STAGES = ["bm25", *ENCODERS, *USER_SYSTEMS, "rrf"]
+LTR = "ltr"
+FIRST_STAGES = ["bm25", *ENCODERS, *USER_SYSTEMS, "rrf", LTR]
 """The shared run's first stages, in table order."""
 RERANKED_FIRST_STAGES = ["bm25", "bm25okapi"]
 RERANKED = [f"{first}>ce@{k}" for first in RERANKED_FIRST_STAGES for k in (5, 10)]
-LOCAL_MODELS = ["bm25", "minilm", PREFETCHER, *USER_SYSTEMS, "rrf"]
+LOCAL_MODELS = ["bm25", "minilm", PREFETCHER, *USER_SYSTEMS, "rrf", LTR]
 LOCAL_RERANKED = ["bm25>ce@20", "bm25+oracle20>ce@20"]
 
 
@@ -141,8 +142,9 @@ def shared_config(tiny: Path) -> dict:
     """Every kind of system in one run: BM25 (tuned), the tiny BERT, the tiny BERT
     fine-tuned with SciNCL's sampler (SPECTER's is tests/test_train.py's), MiniLM and a
     prefetcher trained from it on the local task's earlier contexts, the users' two example
-    systems, RRF over a built-in and a user's system, and the cross-encoder reranking a
-    built-in and a user's first stage, on the global and the local task. Each model job
+    systems, RRF over a built-in and a user's system, an ltr system over a built-in and a
+    user's system, and the cross-encoder reranking a built-in and a user's first stage, on
+    the global and the local task. Each model job
     costs seconds of imports alone, so each kind appears where its code path does."""
     config = base_config()
     # One repetition: Table 1's mean over repetitions is tests/test_tables.py's.
@@ -157,6 +159,11 @@ def shared_config(tiny: Path) -> dict:
     config["encode"].update(models=ENCODERS, num_shards=1)
     config["systems"] = user_systems()
     config["fusion"] = [{"name": "rrf", "runs": ["bm25", "lsa"]}]
+    # Learning to rank over BM25 and a user's runs (no feature reads embeddings, so the
+    # training split's papers are not embedded), on the global and the local task.
+    config["ltr"] = [
+        {"name": LTR, "first_stage": "bm25", "features": ["bm25", "bm25okapi"], "k": 50}
+    ]
     # MDCR's model candidates come from models that are computed, never trained, so that
     # the benchmark is the same on every CPU (regressions/e2e.yaml: drift).
     config["mdcr"] = {"models": ["bm25", "tiny", "rrf"]}

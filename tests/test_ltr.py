@@ -273,3 +273,18 @@ def test_a_context_query_takes_its_citing_papers_year_and_its_own_length(world, 
     )
     assert facts.years["t00:3"] == 2018 and facts.lengths["t00:3"] == 7
     assert facts.years["d000"] == 2000 and citing.cited_before("d000", 2018) == 30
+
+
+def test_the_same_model_and_inputs_give_a_byte_identical_run(world, trained, tmp_path):
+    outputs = []
+    for name in ("a", "b"):
+        output = tmp_path / f"{name}.trec"
+        ltr_cli.main([
+            "rank", "--model", str(trained), "--run", str(world["runs"] / "bm25.trec"),
+            "--feature", f"bm25={world['runs'] / 'bm25.trec'}",
+            "--feature", f"dense={world['runs'] / 'dense.trec'}",
+            "--papers", str(world["papers"]), "--graph", str(world["graph"]),
+            "--output", str(output),
+        ])  # fmt: skip
+        outputs.append(output.read_bytes())
+    assert outputs[0] == outputs[1]

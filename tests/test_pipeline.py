@@ -17,6 +17,7 @@ import yaml
 from pipeline_runs import (
     FIRST_STAGES,
     LOCAL_MODELS,
+    LTR,
     LOCAL_RERANKED,
     REPO,
     RERANKED,
@@ -54,12 +55,13 @@ def test_outputs_exist_and_tables_have_every_model(first_run):
     assert rerank[0].split("\t")[1:] == [
         f"600 {m}" for m in ("MAP", "NDCG", "R@30", "R@10", "MRR", "F1@20")
     ]
-    assert [row.split("\t")[0] for row in rerank[1:]] == [*RERANKED_FIRST_STAGES, *RERANKED]
+    assert [row.split("\t")[0] for row in rerank[1:]] == [*RERANKED_FIRST_STAGES, LTR, *RERANKED]
     pvalues = (out / "tables" / "table1_dataset_level_pvalues.tsv").read_text().splitlines()
     assert {line.split("\t")[1] for line in pvalues[1:]} == set(rows) - {"bm25"}
     tradeoff = (out / "tables" / "tradeoff.tsv").read_text().splitlines()
     assert [tuple(line.split("\t")[:2]) for line in tradeoff[1:]] == [
-        (first, k) for first in RERANKED_FIRST_STAGES for k in ("0", "5", "10")
+        *((first, k) for first in RERANKED_FIRST_STAGES for k in ("0", "5", "10")),
+        (LTR, "0"),
     ]
     assert (out / "tables" / "tradeoff.png").stat().st_size > 10_000
     assert sorted((out / "samples" / "dataset-test" / "qrels").glob("*.qrels"))
@@ -119,6 +121,24 @@ def test_mdcr_is_built_scored_and_tabulated_for_every_model(first_run):
     assert [row.split("\t")[0] for row in table4[1:]] == [*FIRST_STAGES, "ce"]
     for row in table3[1:] + table4[1:]:
         assert all(0.0 <= float(value) <= 100.0 for value in row.split("\t")[1:])
+
+
+def test_the_ltr_system_trains_on_both_tasks_and_shows_its_features(first_run):
+    out = first_run / "results" / "e2e"
+    for folder in ("model", "local-model"):
+        record = json.loads((out / "ltr" / LTR / folder / "training.json").read_text())
+        assert record["feature_systems"] == ["bm25", "bm25okapi"] and record["trees"] >= 1
+        assert record["training_queries"] > 0 and record["held_out_queries"] > 0
+        assert record["validation"]["curve"][0]["step"] == 0
+    importance = (out / "tables" / "ltr_importance.tsv").read_text().splitlines()
+    assert {line.split("\t")[0] for line in importance[1:]} == {LTR, f"{LTR} (local task)"}
+    assert (out / "tables" / "plots" / "ltr_importance.png").stat().st_size > 5_000
+    learning = (out / "tables" / "learning.tsv").read_text()
+    assert f"\n{LTR}\t" in learning and f"\n{LTR} (local task)\t" in learning
+    # Its runs hold the first stage's candidates, no more, no fewer.
+    for run in (out / "runs").rglob(f"{LTR}.trec"):
+        first = run.with_name("bm25.trec").read_text().splitlines()
+        assert len(run.read_text().splitlines()) == len(first), run
 
 
 def test_bm25_is_tuned_on_the_policys_collections_and_picks_the_grid_argmax(first_run):
