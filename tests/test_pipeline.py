@@ -17,8 +17,8 @@ import yaml
 from pipeline_runs import (
     FIRST_STAGES,
     LOCAL_MODELS,
-    LTR,
     LOCAL_RERANKED,
+    LTR,
     REPO,
     RERANKED,
     RERANKED_FIRST_STAGES,
