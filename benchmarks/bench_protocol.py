@@ -77,6 +77,7 @@ def overlay(name: str, corpus: list[str], scale: float, threads: int) -> dict:
         "jobs": {"threads": threads, "memory_limit": "4GB"},
         "encode": {"models": []},
         "fusion": [],
+        "ltr": [],
         "systems": {"embeddings": [], "runs": []},
         "rerank": {"enabled": False},
         "local": {"enabled": False},

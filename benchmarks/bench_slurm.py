@@ -63,6 +63,7 @@ def demo_bm25_config() -> dict:
     config["jobs"] = {"threads": 1}
     config["encode"]["models"] = []
     config["fusion"] = []
+    config["ltr"] = []
     config["rerank"]["enabled"] = False
     config["train"]["models"] = {}
     config["local"]["models"] = ["bm25"]
