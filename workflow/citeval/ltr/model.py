@@ -19,7 +19,6 @@ curve goes into ``training.json`` with the learned verdict of :mod:`citeval.curv
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -41,8 +40,6 @@ from citeval.ltr.features import (
     feature_names,
 )
 from citeval.trec import rank_documents
-
-LOG = logging.getLogger(__name__)
 
 MODEL_FILE = "model.txt"
 TRAINING_FILE = "training.json"
