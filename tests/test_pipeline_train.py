@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from pipeline_runs import FIRST_STAGES, PREFETCHER, TRAINED
+from pipeline_runs import FIRST_STAGES, LTR, PREFETCHER, TRAINED
 
 pytestmark = pytest.mark.slow
 
@@ -92,12 +92,15 @@ def test_the_prefetcher_trains_on_earlier_contexts_and_beats_its_base_or_says_no
 
 
 def test_every_trained_model_has_its_validation_curve_in_the_tables(trained_run):
-    """The graph-trained encoder, the prefetcher, the reranker and the local reranker each
-    keep a curve (step 0 first) in training.json; the learning table and figure show them
-    all, and each table with rows of a model that did not learn says so under it."""
+    """The graph-trained encoder, the prefetcher, the ltr system's two models, the reranker
+    and the local reranker each keep a curve (step 0 first) in training.json; the learning
+    table and figure show them all, and each table with rows of a model that did not learn
+    says so under it."""
     folders = {
         "tiny_scincl": trained_run / "train" / "tiny_scincl" / "model",
         PREFETCHER: trained_run / "train" / PREFETCHER / "model",
+        LTR: trained_run / "ltr" / LTR / "model",
+        f"{LTR} (local task)": trained_run / "ltr" / LTR / "local-model",
         "ce": trained_run / "rerank" / "ce" / "model",
         "ce (local task)": trained_run / "local" / "rerank" / "ce" / "model",
     }
