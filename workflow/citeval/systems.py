@@ -9,7 +9,7 @@ pipeline can do with it, and every flow decision asks the kind, never a system's
   reranking trade-off), and the SLURM job group that chains them with the run's metrics;
 * how it scores MDCR's query-candidate pairs (``mdcr score --kind``), in which software
   environment, with which need (:data:`citeval.jobs.NEEDS`);
-* whether it is a first stage (its runs come from the corpus alone, so they can be
+* whether it is a first stage (its runs exist on every collection, so they can be
   fused, reranked and listed in the local task), whether it reads embeddings;
 * how far its numbers may differ between two CPUs (:mod:`citeval.drift`), which the
   regression files' tolerances follow.
@@ -57,7 +57,8 @@ class SystemKind:
     mdcr_score: str | None
     mdcr_job: str
     mdcr_env: str
-    # Its runs come from the corpus alone: fused, reranked, listed in the local task.
+    # Its runs exist on every collection: fused (by a later fusion), reranked, listed in
+    # the local task; an ltr system's too, though no fusion may follow it.
     first_stage: bool
     # It reads the embedding store (citeval.encode), so its pools' papers are embedded.
     embeds: bool = False
@@ -132,7 +133,7 @@ RUN = SystemKind(
 )
 # A learning-to-rank second stage (citeval.ltr): it reorders its first stage's top k from
 # its feature systems' runs, so it runs after all of them (its members) and can itself be
-# fused, reranked or a later ltr system's feature; trained, so its numbers drift.
+# reranked or a later ltr system's feature; trained, so its numbers drift.
 LTR = SystemKind(
     name="ltr",
     run_jobs=("ltr_rank",),
