@@ -25,7 +25,7 @@ import msgspec
 import yaml
 
 from citeval.errors import ConfigError
-from citeval.systems import BM25_SYSTEM
+from citeval.systems import BM25_SYSTEM, systems_of, with_members
 
 SCHEMA_PATH = Path(__file__).with_name("schema.yaml")
 
@@ -623,21 +623,6 @@ def _check_ltr(where: str, ltr: Ltr, earlier: list[str], depth: int) -> None:
         raise ConfigError(f"{where}.k {ltr.k} goes deeper than the runs (retrieval.k {depth})")
 
 
-def _with_members(names: list[str], config: Config) -> set[str]:
-    """``names`` and every system they combine (fusion members, ltr first stages and
-    features), recursively."""
-    members = {f.name: list(f.runs) for f in config.fusion}
-    members |= {e.name: [e.first_stage, *e.features] for e in config.ltr}
-    found: set[str] = set()
-    pending = list(names)
-    while pending:
-        name = pending.pop()
-        if name not in found:
-            found.add(name)
-            pending += members.get(name, [])
-    return found
-
-
 def _check_own_system(where: str, entry: EmbeddingsSystem | RunSystem) -> None:
     """A user's system names its files or the command that writes them, never both."""
     files_key = "store" if isinstance(entry, EmbeddingsSystem) else "runs"
@@ -720,7 +705,8 @@ def check_config(config: Config) -> None:
             )
     if local.enabled:
         _unknown("local.models", local.models, first_stages)
-        ranked = _with_members(local.models, config)
+        systems = systems_of(config)
+        ranked = with_members(local.models, lambda name: systems[name].members)
         for entry in config.systems.embeddings:
             if entry.name in ranked and entry.store is not None and entry.contexts is None:
                 raise ConfigError(

@@ -24,7 +24,7 @@ its runs (docs/architecture.md, "Adding a system kind").
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -213,6 +213,19 @@ def _ltr_scores_mdcr(config: Config, features: list[str], earlier: list[System])
     benchmark is built from the corpus (its paper features read the corpus's papers)."""
     scored = {system.name for system in earlier if system.scores_mdcr}
     return config.mdcr.source == "build" and set(features) <= scored
+
+
+def with_members(names: Iterable[str], members_of: Callable[[str], Iterable[str]]) -> set[str]:
+    """``names`` and every system they combine (a fusion's members, an ltr system's first
+    stage and features), recursively."""
+    found: set[str] = set()
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name not in found:
+            found.add(name)
+            pending += members_of(name)
+    return found
 
 
 def first_stage_names(systems: Iterable[System]) -> list[str]:

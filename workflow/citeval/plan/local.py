@@ -20,7 +20,7 @@ from citeval.measures import local_metric_cutoffs
 from citeval.plan.rerank import Tradeoff, tradeoff
 from citeval.plan.systems import Systems, reranked_runs
 from citeval.plan.training import Training
-from citeval.systems import LTR
+from citeval.systems import LTR, with_members
 
 
 @dataclass(frozen=True)
@@ -110,13 +110,8 @@ class Local:
         """Every first-stage run the local rows need: the rows, the runs their fusions
         fuse and the reranked first stages."""
         rerank = self.config.local.rerank
-        needed: set[str] = set()
-        pending = [*self.models, *(rerank.first_stages if self.reranker else [])]
-        while pending:
-            name = pending.pop()
-            if name not in needed:
-                needed.add(name)
-                pending += self.systems.members(name)
+        rows = [*self.models, *(rerank.first_stages if self.reranker else [])]
+        needed = with_members(rows, self.systems.members)
         return [name for name in self.systems.first_stages if name in needed]
 
     @cached_property
