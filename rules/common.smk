@@ -166,22 +166,5 @@ def input_folder(key):
     return folder
 
 
-def named_flags(flag, paths):
-    """``flag NAME=PATH`` for each system's file, in the given order."""
-    return shell_words(word for name, path in paths.items() for word in (flag, f"{name}={path}"))
-
-
-def ltr_training_inputs(name, local=False):
-    """The training split's runs, and its sample folder (the qrels lie inside it)."""
-    files = PLAN.ltr.training_files(name, local)
-    features = list(files["features"].values())
-    return {"first_stage": files["first_stage"], "features": features, "samples": files["samples"]}
-
-
-def ltr_feature_runs(wildcards):
-    where = (wildcards.setup, wildcards.split, collection_of(wildcards))
-    return PLAN.ltr.feature_runs(wildcards.ltr, *where)
-
-
 def report_item(path, caption, category):
     return report(path, caption=f"../report/{caption}.rst", category=category)

@@ -6,7 +6,7 @@
 
 rule ltr_train:
     input:
-        unpack(lambda wildcards: ltr_training_inputs(wildcards.ltr)),
+        unpack(lambda wildcards: PLAN.ltr.training_inputs(wildcards.ltr)),
         corpus=rules.ingest_merge.output,
         graph=rules.train_graph.output.edges,
     output:
@@ -20,28 +20,20 @@ rule ltr_train:
     resources:
         **JOBS.resources("ltr_train"),
     params:
-        first_stage=lambda wildcards, input: shell_words(
-            [f"{PLAN.ltr.entries[wildcards.ltr].first_stage}={input.first_stage}"]
-        ),
-        features=lambda wildcards: named_flags(
-            "--feature", PLAN.ltr.training_files(wildcards.ltr)["features"]
-        ),
-        qrels=lambda wildcards: PLAN.ltr.training_files(wildcards.ltr)["qrels"],
-        queries="",
+        files=lambda wildcards: shell_words(PLAN.ltr.training_arguments(wildcards.ltr)),
         settings=lambda wildcards: settings(stages.LTR_TRAIN, **PLAN.ltr.settings(wildcards.ltr)),
         graph=input_folder("graph"),
     shell:
-        "python -m citeval.ltr train --name {wildcards.ltr:q} --first-stage {params.first_stage} "
-        "{params.features} --qrels {params.qrels:q} --papers {input.corpus:q}/papers "
-        "{params.queries} --graph {params.graph:q} --output-dir {output:q} {params.settings} "
-        "2> {log:q}"
+        "python -m citeval.ltr train --name {wildcards.ltr:q} {params.files} "
+        "--papers {input.corpus:q}/papers --graph {params.graph:q} --output-dir {output:q} "
+        "{params.settings} 2> {log:q}"
 
 
 # The local task's model of an ltr system that local.models lists: the same features, on
 # the local training split's contexts.
 use rule ltr_train as ltr_train_local with:
     input:
-        unpack(lambda wildcards: ltr_training_inputs(wildcards.ltr, local=True)),
+        unpack(lambda wildcards: PLAN.ltr.training_inputs(wildcards.ltr, local=True)),
         corpus=rules.ingest_merge.output,
         graph=rules.train_graph.output.edges,
     output:
@@ -51,16 +43,7 @@ use rule ltr_train as ltr_train_local with:
     benchmark:
         LAYOUT.timing("ltr_train_local", "{ltr}")
     params:
-        first_stage=lambda wildcards, input: shell_words(
-            [f"{PLAN.ltr.entries[wildcards.ltr].first_stage}={input.first_stage}"]
-        ),
-        features=lambda wildcards: named_flags(
-            "--feature", PLAN.ltr.training_files(wildcards.ltr, local=True)["features"]
-        ),
-        qrels=lambda wildcards: PLAN.ltr.training_files(wildcards.ltr, local=True)["qrels"],
-        queries=lambda wildcards: shell_words(
-            ["--query-papers", PLAN.ltr.query_papers(LOCAL_SETUP, "train")]
-        ),
+        files=lambda wildcards: shell_words(PLAN.ltr.training_arguments(wildcards.ltr, local=True)),
         settings=lambda wildcards: settings(stages.LTR_TRAIN, **PLAN.ltr.settings(wildcards.ltr)),
         graph=input_folder("graph"),
 
@@ -71,7 +54,9 @@ rule ltr_rank:
         first_stage=lambda wildcards: PLAN.ltr.first_stage_run(
             wildcards.ltr, wildcards.setup, wildcards.split, collection_of(wildcards)
         ),
-        features=lambda wildcards: ltr_feature_runs(wildcards).values(),
+        features=lambda wildcards: PLAN.ltr.feature_runs(
+            wildcards.ltr, wildcards.setup, wildcards.split, collection_of(wildcards)
+        ).values(),
         samples=split_sample_dir,
         corpus=rules.ingest_merge.output,
         graph=rules.train_graph.output.edges,
@@ -86,19 +71,17 @@ rule ltr_rank:
     resources:
         **JOBS.resources("ltr_rank"),
     params:
-        features=lambda wildcards: named_flags("--feature", ltr_feature_runs(wildcards)),
-        queries=lambda wildcards: shell_words(
-            ["--query-papers", PLAN.ltr.query_papers(wildcards.setup, wildcards.split)]
-            if PLAN.ltr.query_papers(wildcards.setup, wildcards.split)
-            else []
+        files=lambda wildcards: shell_words(
+            PLAN.ltr.rank_arguments(
+                wildcards.ltr, wildcards.setup, wildcards.split, collection_of(wildcards)
+            )
         ),
         graph=input_folder("graph"),
         settings=settings(stages.LTR_APPLY),
     shell:
         "python -m citeval.ltr rank --model {input.model:q} --run {input.first_stage:q} "
-        "{params.features} --papers {input.corpus:q}/papers {params.queries} "
-        "--graph {params.graph:q} --output {output:q} --tag {wildcards.ltr:q} "
-        "{params.settings} 2> {log:q}"
+        "{params.files} --papers {input.corpus:q}/papers --graph {params.graph:q} "
+        "--output {output:q} --tag {wildcards.ltr:q} {params.settings} 2> {log:q}"
 
 
 rule mdcr_score_ltr:
@@ -119,8 +102,8 @@ rule mdcr_score_ltr:
     resources:
         **JOBS.resources(LTR.mdcr_job),
     params:
-        scores=lambda wildcards: named_flags(
-            "--system-scores", PLAN.ltr.mdcr_scores(wildcards.ltr, wildcards.mdcr_split)
+        scores=lambda wildcards: shell_words(
+            PLAN.ltr.mdcr_arguments(wildcards.ltr, wildcards.mdcr_split)
         ),
         graph=input_folder("graph"),
         settings=settings(stages.LTR_APPLY),

@@ -227,15 +227,28 @@ def test_ltr_trains_on_the_training_split_only(plan):
         "results/demo/runs/field-test/g.rep0/bm25.trec"
     )
     # Listed in local.models, it trains a local model on the local training contexts.
-    assert plan.ltr.local_names == ["ltr"]
+    assert plan.local.ltr_rows == ["ltr"]
     local = plan.ltr.training_files("ltr", local=True)
     assert local["qrels"] == "results/demo/samples/local-train/qrels/contexts.rep0.qrels"
     assert all(
         "/local-train/" in path for path in [local["first_stage"], *local["features"].values()]
     )
     assert plan.ltr.model("ltr", "local") == "results/demo/ltr/ltr/local-model"
-    assert plan.ltr.query_papers("local", "test") == "results/demo/samples/local-test/query_papers"
-    assert plan.ltr.query_papers("dataset", "test") is None
+    assert plan.ltr.query_papers("local", "test") == [
+        "--query-papers", "results/demo/samples/local-test/query_papers"
+    ]  # fmt: skip
+    assert plan.ltr.query_papers("dataset", "test") == []
+    # The commands' files, in the model's order; the local task's with its contexts.
+    words = plan.ltr.training_arguments("ltr", local=True)
+    assert words[:2] == ["--first-stage", "bm25=" + local["first_stage"]]
+    assert words[2:4] == ["--feature", "bm25=results/demo/runs/local-train/contexts.rep0/bm25.trec"]
+    assert words[-4:] == [
+        "--qrels", local["qrels"], "--query-papers", "results/demo/samples/local-train/query_papers"
+    ]  # fmt: skip
+    assert plan.ltr.rank_arguments("ltr", "dataset", "test", "pool-400.rep0")[-2:] == [
+        "--feature", "rrf=results/demo/runs/dataset-test/pool-400.rep0/rrf.trec"
+    ]  # fmt: skip
+    assert plan.ltr.training_inputs("ltr")["samples"] == "results/demo/samples/dataset-train"
     assert plan.local.context_vector_splits("minilm_scincl") == ["test", "valid", "train"]
 
 

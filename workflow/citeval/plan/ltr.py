@@ -11,6 +11,7 @@ from typing import Any
 
 from citeval.config import Config, Ltr
 from citeval.layout import LOCAL_COLLECTION, LOCAL_SETUP, QUERY_PAPERS, Layout
+from citeval.plan.local import Local
 from citeval.plan.rerank import TRAIN_SETUP, Rerank
 from citeval.plan.systems import Systems
 from citeval.stages import LTR_TRAIN
@@ -25,6 +26,7 @@ class LearningToRank:
     layout: Layout
     systems: Systems
     rerank: Rerank
+    local: Local
 
     @cached_property
     def entries(self) -> dict[str, Ltr]:
@@ -34,12 +36,6 @@ class LearningToRank:
     def names(self) -> list[str]:
         return list(self.entries)
 
-    @cached_property
-    def local_names(self) -> list[str]:
-        """The ltr systems the local task's rows list (each with a model of its own)."""
-        local = self.config.local
-        return [name for name in self.names if local.enabled and name in local.models]
-
     def model(self, name: str, setup: str | None = None) -> str:
         """The model a setup's runs use: the local task's, or the global one."""
         return self.layout.ltr_model(name, setup)
@@ -48,23 +44,21 @@ class LearningToRank:
         """Every model trained, by its name in the tables and figures -> its folder."""
         models = {name: self.model(name) for name in self.names}
         models |= {
-            f"{name} (local task)": self.model(name, LOCAL_SETUP) for name in self.local_names
+            f"{name} (local task)": self.model(name, LOCAL_SETUP) for name in self.local.ltr_rows
         }
         return models
 
-    def uses_encoders(self, names: list[str] | None = None) -> bool:
+    def uses_encoders(self) -> bool:
         """Whether a system an ltr model reads on its training split reads embeddings."""
-        return any(
-            self.systems.uses_encoders(member) for name in (self.names if names is None else names)
-            for member in self.systems.members(name)
-        )  # fmt: skip
+        return any(self.systems.uses_encoders(name) for name in self.names)
 
-    def query_papers(self, setup: str, split: str) -> str | None:
-        """The local task's contexts (its queries' texts and citing papers); None in the
-        global task, whose queries are the corpus's papers."""
+    def query_papers(self, setup: str, split: str) -> list[str]:
+        """The commands' ``--query-papers`` where the queries are the local task's contexts
+        (their texts and citing papers); none in the global task, whose queries are the
+        corpus's papers."""
         if setup != LOCAL_SETUP:
-            return None
-        return f"{self.layout.sample_dir(setup, split)}/{QUERY_PAPERS}"
+            return []
+        return ["--query-papers", f"{self.layout.sample_dir(setup, split)}/{QUERY_PAPERS}"]
 
     def feature_runs(self, name: str, setup: str, split: str, collection: str) -> dict[str, str]:
         """Each feature system's run on one collection, in the model's order."""
@@ -93,6 +87,35 @@ class LearningToRank:
             "samples": self.layout.sample_dir(*where[:2]),
         }
 
+    def training_inputs(self, name: str, local: bool = False) -> dict[str, Any]:
+        """What the training job waits for: the runs, and the sample folder that holds the
+        qrels (a file inside a folder another job writes is no input of its own)."""
+        files = self.training_files(name, local)
+        features = list(files["features"].values())
+        return {
+            "first_stage": files["first_stage"],
+            "features": features,
+            "samples": files["samples"],
+        }
+
+    def training_arguments(self, name: str, local: bool = False) -> list[str]:
+        """``ltr train``'s files: first stage, features (in the model's order), qrels and,
+        in the local task, the contexts."""
+        files = self.training_files(name, local)
+        first_stage = f"{self.entries[name].first_stage}={files['first_stage']}"
+        return [
+            "--first-stage", first_stage, *named_paths("--feature", files["features"]),
+            "--qrels", files["qrels"], *self.query_papers(*self.training_where(local)[:2]),
+        ]  # fmt: skip
+
+    def rank_arguments(self, name: str, setup: str, split: str, collection: str) -> list[str]:
+        """``ltr rank``'s feature runs and, in the local task, the contexts."""
+        runs = self.feature_runs(name, setup, split, collection)
+        return [*named_paths("--feature", runs), *self.query_papers(setup, split)]
+
+    def mdcr_arguments(self, name: str, split: str) -> list[str]:
+        return named_paths("--system-scores", self.mdcr_scores(name, split))
+
     def mdcr_scores(self, name: str, split: str) -> dict[str, str]:
         """Each feature system's MDCR scores of a split, in the model's order."""
         return {
@@ -119,3 +142,8 @@ class LearningToRank:
             return []
         layout = self.layout
         return [layout.table(IMPORTANCE), layout.table(IMPORTANCE, "md"), layout.plot(IMPORTANCE)]
+
+
+def named_paths(flag: str, paths: dict[str, str]) -> list[str]:
+    """``flag NAME=PATH`` for each system's file, in the given order."""
+    return [word for name, path in paths.items() for word in (flag, f"{name}={path}")]

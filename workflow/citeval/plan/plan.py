@@ -63,7 +63,7 @@ class Plan:
 
     @cached_property
     def ltr(self) -> LearningToRank:
-        return LearningToRank(self.config, self.layout, self.systems, self.rerank)
+        return LearningToRank(self.config, self.layout, self.systems, self.rerank, self.local)
 
     @cached_property
     def local(self) -> Local:
