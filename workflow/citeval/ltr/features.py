@@ -233,18 +233,17 @@ def read_citing_years(
     return CitingYears({paper_id: np.asarray(years) for paper_id, years in grouped.items()})
 
 
-def read_context_facts(
-    query_papers_dir: str | os.PathLike, papers_dir: str | os.PathLike, query_ids: Iterable[str]
-) -> PaperFacts:
-    """The local task's queries: a context's length is its text's and its citing paper's
-    abstract's (``query_papers/``: ``paper_id`` the context id, ``title`` the context,
-    ``citing_id``); its year is its citing paper's."""
+def read_contexts(
+    query_papers_dir: str | os.PathLike, query_ids: Iterable[str]
+) -> list[dict[str, str]]:
+    """The local task's queries (``query_papers/``: ``paper_id`` the context id, ``title``
+    the context, ``abstract`` its citing paper's, ``citing_id``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     wanted = pa.array(sorted(set(query_ids)), pa.string())
-    rows = (
+    return (
         ds.dataset(str(query_papers_dir), format="parquet")
         .to_table(
             columns=["paper_id", "title", "abstract", "citing_id"],
@@ -252,10 +251,6 @@ def read_context_facts(
         )
         .to_pylist()
     )
-    citing = read_paper_facts(papers_dir, {row["citing_id"] for row in rows})
-    years = {row["paper_id"]: citing.years.get(row["citing_id"]) for row in rows}
-    lengths = {row["paper_id"]: text_length(row["title"], row["abstract"]) for row in rows}
-    return PaperFacts(years, lengths)
 
 
 FeatureReader = Callable[[Candidates], tuple[PaperFacts, CitingYears]]
@@ -276,11 +271,15 @@ def paper_reader(
         if query_papers_dir is None:
             facts = read_paper_facts(papers_dir, docs | set(candidates))
         else:
-            papers = read_paper_facts(papers_dir, docs)
-            queries = read_context_facts(query_papers_dir, papers_dir, candidates)
-            facts = PaperFacts(
-                {**papers.years, **queries.years}, {**papers.lengths, **queries.lengths}
-            )
+            # A context's year is its citing paper's, its length its text's and its
+            # paper's abstract's: one read of the corpus for the candidates and those papers.
+            contexts = read_contexts(query_papers_dir, candidates)
+            papers = read_paper_facts(papers_dir, docs | {row["citing_id"] for row in contexts})
+            years = {row["paper_id"]: papers.years.get(row["citing_id"]) for row in contexts}
+            lengths = {
+                row["paper_id"]: text_length(row["title"], row["abstract"]) for row in contexts
+            }
+            facts = PaperFacts({**papers.years, **years}, {**papers.lengths, **lengths})
         return facts, read_citing_years(graph_dir, papers_dir, docs, memory_limit)
 
     return read
