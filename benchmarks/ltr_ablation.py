@@ -28,9 +28,9 @@ import numpy as np
 from citeval.config import load_config_file
 from citeval.ltr.features import CITED_BEFORE, PAPER_FEATURES, feature_names, paper_reader
 from citeval.ltr.model import LtrSettings, Pairs, build_pairs, top_candidates, train
-from citeval.ltr.rank import read_system_runs
+from citeval.ltr.rank import mdcr_pairs, pair_scores, read_system_runs
 from citeval.mdcr.evaluate import ALL_CANDIDATES, MEAN_FIELD, evaluate_benchmark
-from citeval.mdcr.formats import read_benchmark, read_scores, score_key
+from citeval.mdcr.formats import read_benchmark
 from citeval.mdcr.score import query_candidates
 from citeval.plan import Plan
 from citeval.rerank.data import read_ranked_run
@@ -51,17 +51,6 @@ def keep_columns(
     return sliced, [names[i] for i in keep]
 
 
-def mdcr_pairs(plan: Plan, name: str, benchmark, read_papers) -> Pairs:
-    candidates = query_candidates(benchmark)
-    scores = {}
-    for system, path in plan.ltr.mdcr_scores(name, "test").items():
-        flat = read_scores(path)
-        scores[system] = {
-            q: {d: flat[score_key(q, d)] for d in docs} for q, docs in candidates.items()
-        }
-    return build_pairs(candidates, scores, read_papers)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configfile", required=True, nargs="+")
@@ -79,7 +68,7 @@ def main() -> None:
     training = build_pairs(candidates, read_system_runs(files["features"]), read_papers)
     qrels = read_qrels(files["qrels"])
     benchmark = read_benchmark(plan.mdcr.files("test")["benchmark"])
-    scored = mdcr_pairs(plan, name, benchmark, read_papers)
+    scored = mdcr_pairs(benchmark, plan.ltr.mdcr_scores(name, "test"), read_papers)
     names = feature_names(list(entry.features))
     variants = {}
     for variant, dropped in VARIANTS.items():
@@ -88,16 +77,8 @@ def main() -> None:
         booster, curve, _ = train(fit_pairs, qrels, settings, kept_names)
         seconds = time.perf_counter() - start
         mdcr, _ = keep_columns(scored, names, dropped)
-        predictions = booster.predict(mdcr.features, num_threads=1)
-        pair_scores = {
-            score_key(q, d): float(s)
-            for (q, d), s in zip(
-                ((q, d) for q in mdcr.query_ids for d in mdcr.candidates[q]),
-                predictions,
-                strict=True,
-            )
-        }
-        rows = evaluate_benchmark(benchmark, pair_scores)
+        scores = pair_scores(mdcr, booster.predict(mdcr.features, num_threads=1))
+        rows = evaluate_benchmark(benchmark, scores)
         means = {
             row.candidates: round(row.values["map"], 2) for row in rows if row.field == MEAN_FIELD
         }

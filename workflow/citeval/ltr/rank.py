@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+import numpy as np
+
 from citeval.ltr.features import FeatureReader, Scores
-from citeval.ltr.model import TrainedLtr, build_pairs, top_candidates
+from citeval.ltr.model import Pairs, TrainedLtr, build_pairs, top_candidates
 from citeval.mdcr.formats import Benchmark, check_scores_cover, read_scores, score_key
 from citeval.rerank.data import read_ranked_run
 from citeval.rerank.rerank import rerank_list
@@ -51,16 +53,15 @@ def rank_run(
     return result
 
 
-def score_mdcr(
-    model: TrainedLtr,
+def mdcr_pairs(
     benchmark: Benchmark,
     score_files: Mapping[str, str | os.PathLike],
     read_papers: FeatureReader,
-) -> dict[str, float]:
-    """The model's score of every pair the benchmark lists."""
+) -> Pairs:
+    """Every pair the benchmark lists with its features, the systems' scores read from
+    their MDCR scores files (each checked to cover every pair)."""
     from citeval.mdcr.score import query_candidates
 
-    model.check_systems(list(score_files), "--system-scores")
     candidates = query_candidates(benchmark)
     system_scores: dict[str, Scores] = {}
     for name, path in score_files.items():
@@ -70,12 +71,22 @@ def score_mdcr(
             qid: {doc: flat[score_key(qid, doc)] for doc in docs}
             for qid, docs in candidates.items()
         }
-    pairs = build_pairs(candidates, system_scores, read_papers)
-    scores = model.score(pairs)
-    result: dict[str, float] = {}
-    position = 0
-    for qid in pairs.query_ids:
-        for doc in pairs.candidates[qid]:
-            result[score_key(qid, doc)] = float(scores[position])
-            position += 1
-    return result
+    return build_pairs(candidates, system_scores, read_papers)
+
+
+def pair_scores(pairs: Pairs, scores: np.ndarray) -> dict[str, float]:
+    """``{"<query_id>_<candidate_id>": score}`` of the pairs' rows (MDCR's scores format)."""
+    keys = (score_key(qid, doc) for qid in pairs.query_ids for doc in pairs.candidates[qid])
+    return {key: float(score) for key, score in zip(keys, scores, strict=True)}
+
+
+def score_mdcr(
+    model: TrainedLtr,
+    benchmark: Benchmark,
+    score_files: Mapping[str, str | os.PathLike],
+    read_papers: FeatureReader,
+) -> dict[str, float]:
+    """The model's score of every pair the benchmark lists."""
+    model.check_systems(list(score_files), "--system-scores")
+    pairs = mdcr_pairs(benchmark, score_files, read_papers)
+    return pair_scores(pairs, model.score(pairs))
