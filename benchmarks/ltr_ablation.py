@@ -27,8 +27,8 @@ import numpy as np
 
 from citeval.config import load_config_file
 from citeval.ltr.features import CITED_BEFORE, PAPER_FEATURES, feature_names, paper_reader
-from citeval.ltr.model import LtrSettings, Pairs, build_pairs, top_candidates, train
-from citeval.ltr.rank import mdcr_pairs, pair_scores, read_system_runs
+from citeval.ltr.model import LtrSettings, Pairs, train
+from citeval.ltr.rank import mdcr_pairs, pair_scores, run_pairs
 from citeval.mdcr.evaluate import ALL_CANDIDATES, MEAN_FIELD, evaluate_benchmark
 from citeval.mdcr.formats import read_benchmark
 from citeval.mdcr.score import query_candidates
@@ -64,8 +64,8 @@ def main() -> None:
     files = plan.ltr.training_files(name)
     papers = f"{plan.layout.root}/corpus/papers"
     read_papers = paper_reader(plan.layout.train_graph, papers, None, config.jobs.memory_limit)
-    candidates = top_candidates(read_ranked_run(files["first_stage"]), settings.k)
-    training = build_pairs(candidates, read_system_runs(files["features"]), read_papers)
+    first_stage = read_ranked_run(files["first_stage"])
+    training = run_pairs(first_stage, files["features"], settings.k, read_papers)
     qrels = read_qrels(files["qrels"])
     benchmark = read_benchmark(plan.mdcr.files("test")["benchmark"])
     scored = mdcr_pairs(benchmark, plan.ltr.mdcr_scores(name, "test"), read_papers)

@@ -53,16 +53,9 @@ def _reader(args: argparse.Namespace):
 
 
 def train_command(args: argparse.Namespace) -> None:
-    from citeval.ltr.model import (
-        LtrSettings,
-        build_pairs,
-        importances,
-        save,
-        top_candidates,
-        train,
-        training_record,
-    )
-    from citeval.ltr.rank import read_system_runs
+    from citeval.ltr.features import feature_names
+    from citeval.ltr.model import LtrSettings, importances, save, train, training_record
+    from citeval.ltr.rank import run_pairs
     from citeval.rerank.data import read_ranked_run
     from citeval.trec import read_qrels
 
@@ -72,12 +65,9 @@ def train_command(args: argparse.Namespace) -> None:
     first_name, first_path = args.first_stage
     features = _named(args.feature, "--feature")
     systems = list(features)
-    candidates = top_candidates(read_ranked_run(first_path), settings.k)
-    pairs = build_pairs(candidates, read_system_runs(features), _reader(args))
+    pairs = run_pairs(read_ranked_run(first_path), features, settings.k, _reader(args))
     LOG.info("%d training queries, %d pairs, %d features", len(pairs.query_ids),
              len(pairs.features), pairs.features.shape[1])  # fmt: skip
-    from citeval.ltr.features import feature_names
-
     names = feature_names(systems)
     booster, curve, counts = train(pairs, read_qrels(args.qrels), settings, names)
     curve.log(args.name)

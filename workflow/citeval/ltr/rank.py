@@ -14,7 +14,7 @@ orders are the query's listed ones, so the rank features count among those.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -31,6 +31,18 @@ def read_system_runs(paths: Mapping[str, str | os.PathLike]) -> dict[str, Scores
     return {name: read_run(path) for name, path in paths.items()}
 
 
+def run_pairs(
+    first_stage: Mapping[str, Sequence[tuple[str, float]]],
+    feature_runs: Mapping[str, str | os.PathLike],
+    k: int,
+    read_papers: FeatureReader,
+) -> Pairs:
+    """Each query's top ``k`` of a ranked first stage with its features, the systems'
+    scores read from their runs on the same collection."""
+    candidates = top_candidates(first_stage, k)
+    return build_pairs(candidates, read_system_runs(feature_runs), read_papers)
+
+
 def rank_run(
     model: TrainedLtr,
     first_stage_path: str | os.PathLike,
@@ -41,7 +53,7 @@ def rank_run(
     model.check_systems(list(feature_runs), "--feature")
     k = int(model.record["settings"]["k"])
     first_stage = read_ranked_run(first_stage_path)
-    pairs = build_pairs(top_candidates(first_stage, k), read_system_runs(feature_runs), read_papers)
+    pairs = run_pairs(first_stage, feature_runs, k, read_papers)
     scores = model.score(pairs)
     result: Run = {}
     position = 0
